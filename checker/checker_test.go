@@ -1,0 +1,139 @@
+package checker
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	h "github.com/tumbler-dev/tumbler/history"
+)
+
+func TestExitCodes(t *testing.T) {
+	for v, code := range map[Verdict]int{Valid: 0, Invalid: 1, Unknown: 2, "": 255, "maybe": 255} {
+		if got := v.ExitCode(); got != code {
+			t.Errorf("%q.ExitCode() = %d, want %d", v, got, code)
+		}
+	}
+	for _, tc := range []struct{ a, b, want Verdict }{
+		{Valid, Valid, Valid}, {Valid, Unknown, Unknown}, {Unknown, Invalid, Invalid}, {Invalid, Valid, Invalid},
+	} {
+		if got := merge(tc.a, tc.b); got != tc.want {
+			t.Errorf("merge(%s, %s) = %s", tc.a, tc.b, got)
+		}
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	ops := build(acq(1, "k", 0, 1, h.OK, vu(100)))
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{}, "Config.TTL must be positive"},
+		{Config{TTL: -time.Second}, "Config.TTL must be positive"},
+		{Config{TTL: time.Second, LivenessK: -1}, "LivenessK"},
+		{Config{TTL: time.Second, LinearizabilityTimeout: -1}, "LinearizabilityTimeout"},
+		{Config{TTL: time.Second, LinearizabilityMemory: -1}, "LinearizabilityMemory"},
+		{Config{TTL: time.Second, MaxAnomalies: -1}, "MaxAnomalies"},
+		{Config{TTL: time.Second, Skip: []string{"mutex"}}, `unknown checker "mutex"`},
+	} {
+		if _, err := Check(ops, tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: got %v, want an error containing %q", tc.cfg, err, tc.want)
+		}
+	}
+}
+
+func TestHistoryContractErrors(t *testing.T) {
+	ok := func(ops []h.Op) []h.Op { return ops }
+	for _, tc := range []struct {
+		name string
+		ops  []h.Op
+		want string
+	}{
+		{"completion without invoke", ok([]h.Op{{Index: 0, Process: 1, Type: h.OK, F: h.Acquire, Key: "k", ValidUntil: 5}}), "op 0: ok acquire of process 1 on key \"k\" has no pending invoke"},
+		{"completion of another key", ok([]h.Op{
+			{Index: 0, Process: 1, Type: h.Invoke, F: h.Acquire, Key: "k"},
+			{Index: 1, Process: 1, Type: h.OK, F: h.Acquire, Key: "j", ValidUntil: 5},
+		}), "has no pending invoke"},
+		{"completion before invoke", ok([]h.Op{
+			{Index: 0, Process: 1, Type: h.Invoke, F: h.Acquire, Key: "k", Time: 10},
+			{Index: 1, Process: 1, Type: h.OK, F: h.Acquire, Key: "k", ValidUntil: 5, Time: 5},
+		}), "op 1: completed at 5 ns, before its invoke (op 0) at 10 ns"},
+		{"ok acquire without validity", ok([]h.Op{
+			{Index: 0, Process: 1, Type: h.Invoke, F: h.Acquire, Key: "k"},
+			{Index: 1, Process: 1, Type: h.OK, F: h.Acquire, Key: "k", Time: 5},
+		}), "op 1: ok acquire without valid_until"},
+		{"indexes out of order", ok([]h.Op{
+			{Index: 3, Process: 1, Type: h.Invoke, F: h.Acquire, Key: "k"},
+			{Index: 2, Process: 1, Type: h.Fail, F: h.Acquire, Key: "k"},
+		}), "op 2 follows op 3"},
+		{"invalid op", ok([]h.Op{{Index: 0, Process: 1, Type: "done", F: h.Acquire, Key: "k"}}), `op 0: unknown type "done"`},
+		{"call without key", ok([]h.Op{{Index: 0, Process: 1, Type: h.Invoke, F: h.Write}}), "op 0: write without a key"},
+		{"fault stopped, never started", ok([]h.Op{{Index: 0, Process: h.NemesisProcess, Type: h.Info, F: h.Stop, Fault: &h.Fault{ID: "f1"}}}), "fault f1 was stopped (op 0) but never started"},
+		{"fault stops before it starts", ok([]h.Op{
+			{Index: 0, Process: h.NemesisProcess, Type: h.Info, F: h.Stop, Time: 1, Fault: &h.Fault{ID: "f1"}},
+			{Index: 1, Process: h.NemesisProcess, Type: h.Info, F: h.Start, Time: 5, Fault: &h.Fault{ID: "f1"}},
+		}), "fault f1 stops (op 0) before it starts (op 1)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Check(tc.ops, Config{TTL: time.Second})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestPairingAllowsAWatchdogBesideItsClient(t *testing.T) {
+	// An extend (watchdog) and a write (client) of one process overlap.
+	res := check(t, build(
+		acq(1, "k", 0, 1, h.OK, vu(400)),
+		write(1, "k", 290, 500, h.OK),
+		ext(1, "k", 300, 310, h.OK, vu(1300)),
+		rel(1, "k", 600, 601, h.OK),
+	), Config{})
+	expect(t, res, verdicts{})
+	if sw, _ := res.Checker(StaleWrites); sw.Stats["writes_in_lease"] != 1 {
+		t.Fatalf("%+v", sw)
+	}
+}
+
+func TestEmptyHistoryIsValid(t *testing.T) {
+	res := check(t, nil, Config{})
+	expect(t, res, verdicts{})
+	if res.Anomalies == nil || res.Verdict.ExitCode() != 0 {
+		t.Fatalf("%+v", res)
+	}
+}
+
+func TestResultJSON(t *testing.T) {
+	res := check(t, build(
+		fault("f1", "kill", "kill n1", 5, 6),
+		acq(1, "k", 0, 10, h.OK, vu(1000)),
+		acq(2, "k", 400, 450, h.OK, vu(1450)),
+	), Config{})
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Result
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Verdict != Invalid || len(back.Anomalies) != 2 || back.Anomalies[0].Faults[0] != "f1" || back.Faults[0].Desc != "kill n1" || len(back.Checkers) != 6 {
+		t.Fatalf("%s", b)
+	}
+}
+
+func TestSkip(t *testing.T) {
+	res := check(t, build(
+		acq(1, "k", 0, 10, h.OK, vu(1000)),
+		acq(2, "k", 400, 450, h.OK, vu(1450)),
+	), Config{Skip: []string{MutualExclusion, Linearizability}})
+	expect(t, res, verdicts{})
+	me, _ := res.Checker(MutualExclusion)
+	if !me.Skipped || me.Reason != "skipped by Config.Skip" {
+		t.Fatalf("%+v", me)
+	}
+}

@@ -1,0 +1,351 @@
+package checker
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tumbler-dev/tumbler/history"
+)
+
+// call is an invoke paired with its completion.
+type call struct {
+	f      string
+	key    string
+	proc   history.Process
+	client int
+	typ    history.Type // OK, Fail or Info (also when it never completed)
+	inv    int64        // history index of the invoke
+	done   int64        // history index of the completion, -1 if none
+	call   int64        // invoke time
+	ret    int64        // completion time; the end of the history if none
+	value  string
+	token  int64
+	vu     int64
+	err    string
+	lease  int32 // calls index of the acquire this op acts under, -1 if none
+}
+
+// opIndex is the record that best stands for the call: its completion.
+func (c *call) opIndex() int64 {
+	if c.done >= 0 {
+		return c.done
+	}
+	return c.inv
+}
+
+// event is a single-record op: crash or lost.
+type event struct {
+	f      string
+	proc   history.Process
+	client int
+	key    string
+	owner  string // lost: the lease's owner value, if known
+	time   int64
+	index  int64
+}
+
+// prepared is a history paired up and indexed for the checkers.
+type prepared struct {
+	cfg    Config
+	ops    []history.Op
+	calls  []call
+	events []event
+	// byOp maps ops[i] to its call (invoke or completion), -1 for events.
+	byOp   []int32
+	faults []FaultWindow
+	end    int64 // the latest time in the history
+	keys   []string
+	holds  []hold // mutual exclusion windows, by key then start
+}
+
+type pairKey struct {
+	proc  history.Process
+	f     string
+	key   string
+	owner string // extends only: a renewal of the previous lease may overlap one of the next
+}
+
+type procKey struct {
+	proc history.Process
+	key  string
+}
+
+type ownerKey struct {
+	proc  history.Process
+	key   string
+	owner string
+}
+
+func isCall(f string) bool {
+	switch f {
+	case history.Acquire, history.Release, history.Extend, history.Write, history.Read:
+		return true
+	}
+	return false
+}
+
+func prepare(ops []history.Op, cfg Config) (*prepared, error) {
+	p := &prepared{cfg: cfg, ops: ops, byOp: make([]int32, len(ops))}
+	pending := map[pairKey][]int32{}
+	latestAcquire := map[procKey]int32{}
+	byOwner := map[ownerKey]int32{} // ok acquires by owner value
+	keys := map[string]bool{}
+	faults := map[string]*FaultWindow{}
+	var faultOrder []string
+	// A client's pauses (info ops "pause", a begin then an end, recorded
+	// by the client itself when an armed step stops it).
+	type pause struct{ from, to int64 }
+	pauses := map[int][]pause{}
+	pauseOpen := map[int]int64{}
+	for i := range ops {
+		o := &ops[i]
+		p.byOp[i] = -1
+		if err := o.Validate(); err != nil {
+			return nil, fmt.Errorf("checker: op %d: %w", o.Index, err)
+		}
+		if i > 0 && o.Index <= ops[i-1].Index {
+			return nil, fmt.Errorf("checker: op %d follows op %d: ops must be in increasing index order", o.Index, ops[i-1].Index)
+		}
+		p.end = max(p.end, o.Time)
+		if o.IsNemesis() {
+			if o.Fault == nil || (o.F != history.Start && o.F != history.Stop) {
+				continue
+			}
+			fw := faults[o.Fault.ID]
+			if fw == nil {
+				fw = &FaultWindow{ID: o.Fault.ID, Start: math.MaxInt64, Stop: -1, StartOp: -1, StopOp: -1}
+				faults[o.Fault.ID] = fw
+				faultOrder = append(faultOrder, o.Fault.ID)
+			}
+			if o.Fault.Kind != "" {
+				fw.Kind = o.Fault.Kind
+			}
+			if o.Fault.Desc != "" {
+				fw.Desc = o.Fault.Desc
+			}
+			if len(o.Fault.Targets) > 0 {
+				fw.Targets = o.Fault.Targets
+			}
+			if o.F == history.Start && o.Time < fw.Start {
+				fw.Start, fw.StartOp = o.Time, o.Index
+			}
+			if o.F == history.Stop && o.Time >= fw.Stop {
+				fw.Stop, fw.StopOp, fw.Healed = o.Time, o.Index, true
+			}
+			continue
+		}
+		if o.F == history.Pause {
+			if from, open := pauseOpen[o.Client]; open {
+				pauses[o.Client] = append(pauses[o.Client], pause{from, o.Time})
+				delete(pauseOpen, o.Client)
+			} else {
+				pauseOpen[o.Client] = o.Time
+			}
+		}
+		if !isCall(o.F) {
+			if o.F == history.Crash || o.F == history.Lost {
+				p.events = append(p.events, event{o.F, o.Process, o.Client, o.Key, o.Value, o.Time, o.Index})
+			}
+			continue
+		}
+		if o.Key == "" {
+			return nil, fmt.Errorf("checker: op %d: %s without a key", o.Index, o.F)
+		}
+		keys[o.Key] = true
+		pk := pairKey{o.Process, o.F, o.Key, ""}
+		if o.F == history.Extend {
+			pk.owner = o.Value
+		}
+		if o.Type == history.Invoke {
+			c := call{
+				f: o.F, key: o.Key, proc: o.Process, client: o.Client, typ: history.Info,
+				inv: o.Index, done: -1, call: o.Time, ret: -1,
+				value: o.Value, token: o.Token, vu: o.ValidUntil, lease: -1,
+			}
+			ci := int32(len(p.calls))
+			if o.F == history.Acquire {
+				latestAcquire[procKey{o.Process, o.Key}] = ci
+			} else if l, ok := byOwner[ownerKey{o.Process, o.Key, o.Value}]; ok && o.Value != "" && o.F != history.Write && o.F != history.Read {
+				c.lease = l // a release or extend names its lease by owner value
+			} else if l, ok := latestAcquire[procKey{o.Process, o.Key}]; ok {
+				c.lease = l
+			}
+			p.calls = append(p.calls, c)
+			pending[pk] = append(pending[pk], ci)
+			p.byOp[i] = ci
+			continue
+		}
+		q := pending[pk]
+		if len(q) == 0 {
+			return nil, fmt.Errorf("checker: op %d: %s %s of process %s on key %q has no pending invoke%s",
+				o.Index, o.Type, o.F, procName(o.Process), o.Key, ownerNote(pk.owner))
+		}
+		ci := q[0]
+		if len(q) == 1 {
+			delete(pending, pk)
+		} else {
+			pending[pk] = q[1:]
+		}
+		c := &p.calls[ci]
+		if o.Time < c.call {
+			return nil, fmt.Errorf("checker: op %d: completed at %d ns, before its invoke (op %d) at %d ns", o.Index, o.Time, c.inv, c.call)
+		}
+		c.typ, c.done, c.ret = o.Type, o.Index, o.Time
+		if o.Value != "" {
+			c.value = o.Value
+		}
+		if o.Token != 0 {
+			c.token = o.Token
+		}
+		if o.ValidUntil != 0 {
+			c.vu = o.ValidUntil
+		}
+		c.err = o.Error
+		if c.f == history.Acquire && c.typ == history.OK {
+			if c.vu == 0 {
+				return nil, fmt.Errorf("checker: op %d: ok acquire without valid_until", o.Index)
+			}
+			if c.value != "" {
+				byOwner[ownerKey{c.proc, c.key, c.value}] = ci
+			}
+		}
+		p.byOp[i] = ci
+	}
+	for i := range p.calls {
+		if p.calls[i].done < 0 {
+			p.calls[i].ret = p.end
+		}
+	}
+	for _, id := range faultOrder {
+		fw := faults[id]
+		if fw.StartOp < 0 {
+			return nil, fmt.Errorf("checker: fault %s was stopped (op %d) but never started", id, fw.StopOp)
+		}
+		if !fw.Healed {
+			fw.Stop = p.end
+		}
+		if fw.Stop < fw.Start {
+			return nil, fmt.Errorf("checker: fault %s stops (op %d) before it starts (op %d)", id, fw.StopOp, fw.StartOp)
+		}
+		if fw.Kind == "" {
+			fw.Kind = "fault"
+		}
+		fw.Effect = fw.Stop
+		for _, t := range fw.Targets {
+			c, err := strconv.Atoi(strings.TrimPrefix(t, "client:"))
+			if err != nil || !strings.HasPrefix(t, "client:") {
+				continue
+			}
+			if from, open := pauseOpen[c]; open && from >= fw.Start && from <= fw.Stop {
+				fw.Effect = p.end // stopped until the end of the history
+			}
+			for _, ps := range pauses[c] {
+				if ps.from >= fw.Start && ps.from <= fw.Stop {
+					fw.Effect = max(fw.Effect, ps.to)
+				}
+			}
+		}
+		p.faults = append(p.faults, *fw)
+	}
+	slices.SortStableFunc(p.faults, func(a, b FaultWindow) int { return cmp.Compare(a.Start, b.Start) })
+	for k := range keys {
+		p.keys = append(p.keys, k)
+	}
+	slices.Sort(p.keys)
+	p.holds = computeHolds(p)
+	return p, nil
+}
+
+// faultsIn returns the IDs of the faults active at some time in [from, to].
+func (p *prepared) faultsIn(from, to int64) []string {
+	var ids []string
+	for _, f := range p.faults {
+		if f.Start <= to && f.Effect >= from {
+			ids = append(ids, f.ID)
+		}
+	}
+	return ids
+}
+
+func (p *prepared) fault(id string) *FaultWindow {
+	for i := range p.faults {
+		if p.faults[i].ID == id {
+			return &p.faults[i]
+		}
+	}
+	return nil
+}
+
+// faultClause describes the faults of ids for an explanation:
+// "fault f2 (kill n2, restart empty) started at 3.950 s".
+func (p *prepared) faultClause(ids []string) string {
+	if len(ids) == 0 {
+		return "no fault was active"
+	}
+	var parts []string
+	for i, id := range ids {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("%d more", len(ids)-3))
+			break
+		}
+		f := p.fault(id)
+		what := f.Desc
+		if what == "" {
+			what = strings.TrimSpace(f.Kind + " " + strings.Join(f.Targets, ","))
+		}
+		s := fmt.Sprintf("fault %s (%s) started at %s", f.ID, what, secs(f.Start))
+		if f.Healed {
+			s += " and stopped at " + secs(f.Stop)
+		} else {
+			s += " and was never stopped"
+		}
+		if f.Effect > f.Stop {
+			s += ", the client pause it caused lasting until " + secs(f.Effect)
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func ownerNote(owner string) string {
+	if owner == "" {
+		return ""
+	}
+	return fmt.Sprintf(" with owner value %q", owner)
+}
+
+func procName(p history.Process) string {
+	if p == history.NemesisProcess {
+		return "nemesis"
+	}
+	return fmt.Sprint(int(p))
+}
+
+// secs renders a history time for people: "4.210 s".
+func secs(ns int64) string { return fmt.Sprintf("%.3f s", history.Seconds(ns)) }
+
+// dur renders a span: "690ms".
+func dur(ns int64) string {
+	d := time.Duration(ns)
+	switch {
+	case d >= time.Millisecond || d <= -time.Millisecond:
+		return d.Round(time.Millisecond).String()
+	case d >= time.Microsecond || d <= -time.Microsecond:
+		return d.Round(time.Microsecond).String()
+	}
+	return d.String()
+}
+
+// joinInts renders a few ints: "1, 2, 4".
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ", ")
+}

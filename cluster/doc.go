@@ -1,0 +1,87 @@
+// Package cluster runs the real Redis topologies tumbler tests, with a
+// toxiproxy proxy on every link and the controls a nemesis needs
+// (DESIGN.md §4).
+//
+// # Topologies
+//
+// ParseTopology reads "independent:N" (masters n1..nN), "replicated:R"
+// (primary p, replicas r1..rR) and "replicated:R+sentinels" (plus
+// redis-sentinel processes s1, s2, s3 watching the primary under the name
+// MasterName, quorum 2, down-after 1 s). Start builds one from a Spec and
+// returns when every node answers, every replica is linked and every
+// Sentinel knows every replica and the other Sentinels.
+//
+// # Links
+//
+// An embedded toxiproxy (v2.12.0) carries every connection; see Link for the
+// names:
+//
+//	c<i>-><X>   client i → data node X; clients get these (ClientView)
+//	<a>-><b>    replica a → primary b; the harness points REPLICAOF here
+//	peer-><X>   the address X announces (replica-announce-ip/port), which
+//	            is how Sentinels — and replicas Sentinel re-points — reach X
+//
+// Cut (Reset: fail fast; Blackhole: hang), Delay (latency ± jitter) and
+// Heal act on named links, in a direction (Upstream: requests; Downstream:
+// replies and the replication stream; Both). An apply or heal takes well
+// under a millisecond per link; links are changed in parallel.
+//
+// # Clients in other processes
+//
+// A workload process gets its ClientView as JSON: its proxy address per
+// node (AddrList for Redlock), and with Sentinels the Sentinel addresses
+// and a Dialer that maps each node's announced address to the client's own
+// proxy to it, so a go-redis FailoverClient (FailoverOptions) follows a
+// failover without leaving its own links.
+//
+// # Node controls
+//
+// Kill (SIGKILL), StartNode, Restart (with a Persistence mode and a delay),
+// Pause/Resume (SIGSTOP/SIGCONT), SetClock (wall-clock offset through the
+// clock shim, Spec.Clock), Promote (by hand, with watching Sentinels told),
+// SentinelFailover, Primary and WaitFailover. Kill, StartNode, Restart,
+// Pause and Resume also take a Sentinel's name.
+//
+// # Clock shim
+//
+// clockshim/clockshim.c is an LD_PRELOAD library, compiled with cc on first
+// use and cached (BuildClockShim). It shifts CLOCK_REALTIME(_COARSE),
+// gettimeofday and time by an offset read from a per-node file mapped into
+// memory, so SetClock takes effect at the node's next clock read; monotonic
+// clocks are untouched. Redis expires keys by gettimeofday, so a forward
+// jump expires that node's keys early.
+//
+// # Processes
+//
+// A Provider runs the processes; ProcessProvider (the default) runs
+// redis-server and redis-sentinel from PATH. Each process leads its own
+// process group and has Pdeathsig=SIGKILL; each cluster keeps a record of
+// its processes under StateDir(), and Start first calls SweepOrphans, which
+// kills the processes of clusters whose owner died. Close ends everything
+// and is idempotent; CloseOnSignal closes a cluster on Ctrl-C. Faults a
+// provider cannot take are errors wrapping ErrUnsupported.
+//
+// DockerProvider runs each process in containers (testcontainers-go) of a
+// Redis image on a Docker network of its own; the proxies listen on the
+// network's gateway. With no registry at hand, BuildRedisImage builds
+// tumbler's image (Debian bookworm by debootstrap, with the clock shim) and
+// BuildHarnessImage a FROM-scratch image of a static binary. Its record
+// names its containers' label, so SweepOrphans removes them too.
+//
+// ExternalProvider adopts a deployment tumbler does not run
+// (ExternalConfig, LoadExternalConfig): its nodes as they are, its links as
+// proxies in the owner's toxiproxy, driven through its HTTP API, and node
+// faults as the owner's hook commands; Close removes the toxics and undoes
+// the node faults it can. deploy/ has a Compose file and an external config
+// for it.
+//
+// # Limits
+//
+// Sentinels reach a node through one shared peer proxy, so a single
+// Sentinel cannot be cut from a single node. Clients reach the Sentinels
+// directly. Sentinel re-points replicas at peer proxies during its
+// failover; WaitFailover moves them back onto their replication links.
+// After Promote the Sentinels monitor afresh and need about 2 s of hello
+// messages before they know each other again (and can agree on a
+// failover).
+package cluster

@@ -1,0 +1,385 @@
+package cluster
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
+	"golang.org/x/sys/unix"
+)
+
+// OfficialRedisImage is the image to use where the tumbler image cannot be
+// built (no root, no debootstrap) but a registry can be reached. It has no
+// clock shim, so clock faults are refused on it.
+const OfficialRedisImage = "redis:7"
+
+// Labels on tumbler's images and containers.
+const (
+	// DockerRunLabel is on every container and network of a
+	// DockerProvider, with DockerProvider.Run as its value.
+	DockerRunLabel = "tumbler.run"
+	// ClockShimLabel on an image names the clock shim library inside it.
+	ClockShimLabel = "tumbler.clockshim"
+)
+
+const (
+	redisImageRepo = "tumbler/redis"
+	// redisImageRecipe is part of the image's key: change it whenever the
+	// build below changes, so machines build the new image.
+	redisImageRecipe = "debootstrap --variant=minbase bookworm +redis-server,redis-sentinel,redis-tools; shim; v1"
+	imageShimPath    = "/usr/local/lib/tumbler/clockshim.so"
+	// DefaultDebianMirror is where debootstrap fetches packages unless
+	// TUMBLER_DEBIAN_MIRROR names another mirror.
+	DefaultDebianMirror = "http://deb.debian.org/debian"
+)
+
+// RedisImage is the tag of tumbler's Redis image for this version of the
+// build and of the clock shim: tumbler/redis:<key>. BuildRedisImage makes
+// it; a machine builds each key once.
+func RedisImage() string {
+	h := sha256.New()
+	h.Write([]byte(redisImageRecipe))
+	h.Write(clockShimSource)
+	return redisImageRepo + ":" + hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// dockerClient is the Engine API client testcontainers-go would use: the
+// same DOCKER_HOST, context and ~/.testcontainers.properties resolution,
+// with API version negotiation (the engines here speak 1.41).
+func dockerClient(ctx context.Context) (*testcontainers.DockerClient, error) {
+	// Ryuk, testcontainers' reaper, is an image that cannot be pulled
+	// without a registry; tumbler removes its containers itself.
+	if os.Getenv("TESTCONTAINERS_RYUK_DISABLED") == "" {
+		_ = os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
+	}
+	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("docker: %w (install the Debian package docker.io and start the daemon, or set DOCKER_HOST)", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := cli.Ping(pctx, client.PingOptions{}); err != nil {
+		return nil, fmt.Errorf("docker daemon not reachable: %w (install the Debian package docker.io and start the daemon, or set DOCKER_HOST)", err)
+	}
+	return cli, nil
+}
+
+// DockerAvailable reports why the Docker daemon cannot be used, or nil.
+func DockerAvailable(ctx context.Context) error {
+	cli, err := dockerClient(ctx)
+	if err != nil {
+		return err
+	}
+	return cli.Close()
+}
+
+// imageLabels returns the labels of a local image; found is false if the
+// image is not on this machine.
+func imageLabels(ctx context.Context, cli *testcontainers.DockerClient, ref string) (labels map[string]string, found bool, err error) {
+	img, err := cli.ImageInspect(ctx, ref)
+	if cerrdefs.IsNotFound(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("inspect image %s: %w", ref, err)
+	}
+	if img.Config == nil {
+		return map[string]string{}, true, nil
+	}
+	return img.Config.Labels, true, nil
+}
+
+var redisBuild sync.Mutex
+
+// BuildRedisImage makes RedisImage() unless it is on this machine already,
+// and returns its tag: a debootstrap --variant=minbase bookworm root with
+// redis-server, redis-sentinel, redis-tools and the clock shim (compiled
+// here with cc), without docs, man pages and apt lists, imported with
+// docker import. It needs root, debootstrap and a reachable Debian mirror
+// (TUMBLER_DEBIAN_MIRROR, else DefaultDebianMirror); it takes about 40 s.
+// Builders in other processes wait for each other (a lock under
+// StateDir()), so a machine builds the image once.
+func BuildRedisImage(ctx context.Context) (string, error) {
+	tag := RedisImage()
+	cli, err := dockerClient(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer cli.Close()
+	if _, found, err := imageLabels(ctx, cli, tag); err != nil || found {
+		return tag, err
+	}
+	redisBuild.Lock()
+	defer redisBuild.Unlock()
+	unlock, err := lockFile(ctx, filepath.Join(StateDir(), "redis-image.lock"))
+	if err != nil {
+		return "", fmt.Errorf("build %s: %w", tag, err)
+	}
+	defer unlock()
+	if _, found, err := imageLabels(ctx, cli, tag); err != nil || found {
+		return tag, err // built by someone else while we waited
+	}
+	if err := buildRedisImage(ctx, cli, tag); err != nil {
+		return "", fmt.Errorf("build %s: %w", tag, err)
+	}
+	return tag, nil
+}
+
+func buildRedisImage(ctx context.Context, cli *testcontainers.DockerClient, tag string) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("debootstrap needs root; run once as root to build the image, or use an image with Redis in it, e.g. %s (without clock faults)", OfficialRedisImage)
+	}
+	deboot, err := exec.LookPath("debootstrap")
+	if err != nil {
+		return errors.New("debootstrap not found on PATH: install the Debian package debootstrap (apt-get install debootstrap)")
+	}
+	tarBin, err := exec.LookPath("tar")
+	if err != nil {
+		return errors.New("tar not found on PATH: install the Debian package tar")
+	}
+	shim, err := BuildClockShim()
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "tumbler-rootfs-")
+	if err != nil {
+		return err
+	}
+	root := filepath.Join(work, "root")
+	defer func() {
+		unmountUnder(root) // an interrupted debootstrap leaves /proc and /sys mounted
+		_ = os.RemoveAll(work)
+	}()
+
+	mirror := os.Getenv("TUMBLER_DEBIAN_MIRROR")
+	if mirror == "" {
+		mirror = DefaultDebianMirror
+	}
+	cmd := exec.CommandContext(ctx, deboot, "--variant=minbase", "--include=redis-server,redis-sentinel,redis-tools",
+		"bookworm", root, mirror)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		detail := tailString(string(out), 1500)
+		if b, rerr := os.ReadFile(filepath.Join(root, "debootstrap", "debootstrap.log")); rerr == nil {
+			detail += "\ndebootstrap.log: " + tailString(string(b), 1500)
+		}
+		return fmt.Errorf("debootstrap bookworm from %s: %v: %s", mirror, err, detail)
+	}
+	for _, bin := range []string{"usr/bin/redis-server", "usr/bin/redis-sentinel", "usr/bin/redis-cli"} {
+		if _, err := os.Stat(filepath.Join(root, bin)); err != nil {
+			return fmt.Errorf("debootstrap left no /%s", bin)
+		}
+	}
+	// About 130 MB the image never uses.
+	for _, pattern := range []string{"usr/share/doc/*", "usr/share/man/*", "usr/share/info/*", "usr/share/locale/*",
+		"var/lib/apt/lists/*", "var/cache/apt/*.bin", "var/cache/apt/archives/*.deb", "var/log/*.log", "debootstrap"} {
+		matches, _ := filepath.Glob(filepath.Join(root, pattern))
+		for _, m := range matches {
+			if err := os.RemoveAll(m); err != nil {
+				return err
+			}
+		}
+	}
+	if err := copyFile(shim, filepath.Join(root, imageShimPath), 0o755); err != nil {
+		return fmt.Errorf("copy clock shim: %w", err)
+	}
+
+	tarCmd := exec.CommandContext(ctx, tarBin, "--numeric-owner", "--exclude=./dev/*", "--exclude=./proc/*",
+		"--exclude=./sys/*", "-C", root, "-cf", "-", ".")
+	tarCmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	var tarErr bytes.Buffer
+	tarCmd.Stderr = &tarErr
+	stream, err := tarCmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := tarCmd.Start(); err != nil {
+		return fmt.Errorf("tar: %w", err)
+	}
+	importErr := importImage(ctx, cli, stream, tag, []string{
+		// No ENTRYPOINT, so the provider's command runs as given, as
+		// with the official image's pass-through entrypoint.
+		`CMD ["redis-server", "--protected-mode", "no"]`,
+		"LABEL " + ClockShimLabel + "=" + imageShimPath,
+		"LABEL org.opencontainers.image.description=\"tumbler: Debian bookworm redis-server, redis-sentinel, redis-tools and the clock shim\"",
+	})
+	_, _ = io.Copy(io.Discard, stream)
+	if err := tarCmd.Wait(); err != nil {
+		return fmt.Errorf("tar the root: %v: %s", err, tailString(tarErr.String(), 1000))
+	}
+	return importErr
+}
+
+// importImage is docker import: a root file system as a tar stream, plus
+// Dockerfile instructions (CMD, ENTRYPOINT, LABEL, ENV…), tagged tag.
+func importImage(ctx context.Context, cli *testcontainers.DockerClient, rootfs io.Reader, tag string, changes []string) error {
+	res, err := cli.ImageImport(ctx, client.ImageImportSource{Source: rootfs, SourceName: "-"}, tag, client.ImageImportOptions{Changes: changes})
+	if err != nil {
+		return fmt.Errorf("docker import %s: %w", tag, err)
+	}
+	defer res.Close()
+	// The daemon reports failures inside the JSON stream, with HTTP 200.
+	sc := bufio.NewScanner(res)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		var msg struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(sc.Bytes(), &msg) == nil && msg.Error != "" {
+			return fmt.Errorf("docker import %s: %s", tag, msg.Error)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("docker import %s: %w", tag, err)
+	}
+	return nil
+}
+
+// BuildHarnessImage makes a FROM-scratch image holding one static binary
+// as /tumbler (its entrypoint) and an empty /tmp, and returns its tag. An
+// empty tag means tumbler/harness:<hash of the binary>; an image of that
+// binary under that tag already is reused. The binary must be statically
+// linked (CGO_ENABLED=0 go build): a scratch image has no libc.
+func BuildHarnessImage(ctx context.Context, binary, tag string) (string, error) {
+	b, err := os.ReadFile(binary)
+	if err != nil {
+		return "", fmt.Errorf("harness image: %w", err)
+	}
+	if err := checkStatic(binary, b); err != nil {
+		return "", fmt.Errorf("harness image: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	digest := hex.EncodeToString(sum[:])
+	if tag == "" {
+		tag = "tumbler/harness:" + digest[:12]
+	}
+	cli, err := dockerClient(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer cli.Close()
+	const binLabel = "tumbler.binary-sha256"
+	if labels, found, err := imageLabels(ctx, cli, tag); err != nil {
+		return "", err
+	} else if found && labels[binLabel] == digest {
+		return tag, nil
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	now := time.Now()
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: "tmp/", Mode: 0o1777, ModTime: now}); err != nil {
+		return "", err
+	}
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "tumbler", Mode: 0o755, Size: int64(len(b)), ModTime: now}); err != nil {
+		return "", err
+	}
+	if _, err := tw.Write(b); err != nil {
+		return "", err
+	}
+	if err := tw.Close(); err != nil {
+		return "", err
+	}
+	err = importImage(ctx, cli, &buf, tag, []string{
+		`ENTRYPOINT ["/tumbler"]`,
+		"ENV TMPDIR=/tmp",
+		"LABEL " + binLabel + "=" + digest,
+	})
+	if err != nil {
+		return "", fmt.Errorf("harness image: %w", err)
+	}
+	return tag, nil
+}
+
+// checkStatic refuses what cannot run in a scratch image.
+func checkStatic(path string, b []byte) error {
+	f, err := elf.NewFile(bytes.NewReader(b))
+	if err != nil {
+		return fmt.Errorf("%s is not an ELF executable: %w", path, err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			libs, _ := f.ImportedLibraries()
+			return fmt.Errorf("%s is dynamically linked (needs %s): build it with CGO_ENABLED=0", path, strings.Join(libs, ", "))
+		}
+	}
+	if f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN {
+		return fmt.Errorf("%s is not an executable (ELF type %v)", path, f.Type)
+	}
+	return nil
+}
+
+// lockFile takes an exclusive flock on path, waiting while ctx lets it.
+func lockFile(ctx context.Context, path string) (unlock func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+			return func() { _ = f.Close() }, nil
+		}
+		if err := sleep(ctx, 200*time.Millisecond); err != nil {
+			_ = f.Close()
+			return nil, fmt.Errorf("waiting for another build (lock %s): %w", path, err)
+		}
+	}
+}
+
+// unmountUnder detaches every mount point under dir, deepest first.
+func unmountUnder(dir string) {
+	b, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		return
+	}
+	var points []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 1 && strings.HasPrefix(f[1], dir+"/") {
+			points = append(points, f[1])
+		}
+	}
+	for i := len(points) - 1; i >= 0; i-- {
+		_ = unix.Unmount(points[i], unix.MNT_DETACH)
+	}
+}
+
+func copyFile(from, to string, mode os.FileMode) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, mode)
+}
+
+func tailString(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}

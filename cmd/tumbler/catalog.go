@@ -1,0 +1,200 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tumbler-dev/tumbler/checker"
+	"github.com/tumbler-dev/tumbler/runner"
+	"github.com/tumbler-dev/tumbler/scenarios"
+)
+
+func (a *app) listCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List the catalog of documented failure modes",
+		Long: `list prints every row of the scenario catalog: its lock, topology, the verdict
+it must give, where the failure mode is documented, and its status — "holds",
+or "not reproduced: <reason>" for a row that does not yet give its expected
+verdict on every seed.`,
+		Example: `  tumbler list
+  tumbler reproduce single-failover`,
+		Args: noArgs,
+		RunE: func(*cobra.Command, []string) error {
+			tw := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tLOCK\tTOPOLOGY\tEXPECTED\tSOURCE\tSTATUS")
+			for _, s := range scenarios.All() {
+				status := "holds"
+				if s.NotReproduced != "" {
+					status = "not reproduced: " + s.NotReproduced
+				}
+				expected := s.Expect.Text
+				if expected == "" {
+					expected = s.Expect.String()
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, lockDesc(s.Plan.Lock), s.Plan.Topology, expected, s.Source, status)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+// lockDesc is a plan's lock in a few words: "watchdog(single)", "single, WAIT 1".
+func lockDesc(l runner.LockPlan) string {
+	d := l.Variant
+	if l.Inner != "" {
+		d += "(" + l.Inner + ")"
+	}
+	if l.WaitReplicas > 0 {
+		d += fmt.Sprintf(", WAIT %d", l.WaitReplicas)
+	}
+	if l.SetNXOnExtend {
+		d += ", SetNXOnExtend"
+	}
+	return d
+}
+
+// rowResult is one run of a row in reproduce --json.
+type rowResult struct {
+	Scenario     string          `json:"scenario"`
+	Seed         int64           `json:"seed"`
+	Expected     string          `json:"expected"`
+	Observed     checker.Verdict `json:"observed,omitempty"`
+	Matched      bool            `json:"matched"`
+	Why          string          `json:"why"`
+	FirstAnomaly *float64        `json:"first_anomaly_s,omitempty"`
+	Faults       []string        `json:"faults,omitempty"`
+	ElapsedS     float64         `json:"elapsed_s"`
+	ReportDir    string          `json:"report_dir,omitempty"`
+	Error        string          `json:"error,omitempty"`
+}
+
+func (a *app) reproduceCmd() *cobra.Command {
+	var all, asJSON bool
+	var file, store string
+	var seed int64
+	cmd := &cobra.Command{
+		Use:   "reproduce NAME... | --all | --file ROW.json",
+		Short: "Run catalog rows and say whether each documented failure mode was reproduced",
+		Long: `reproduce runs one or more rows of the catalog (see "tumbler list"), or a row
+you wrote yourself (--file: the catalog's JSON — name, what, source, expect,
+plan), and says plainly whether the run gave the documented verdict: the
+anomaly an "invalid" row names, none for a "valid" row. A run slower than 30 s
+or interrupted does not count. Each run writes its report under --store.
+
+Exit codes: 0 when every run matched its row's expectation, 1 when one did not,
+255 when none mismatched but a run failed, 254 bad arguments.`,
+		Example: `  tumbler reproduce single-baseline
+  tumbler reproduce single-failover redlock-restart-empty --seed 3
+  tumbler reproduce --all --json
+  tumbler reproduce --file my-row.json`,
+		RunE: func(cmd *cobra.Command, names []string) error {
+			var rows []scenarios.Scenario
+			switch {
+			case all && (len(names) > 0 || file != ""):
+				return errors.New("--all conflicts with naming rows or --file: give one")
+			case file != "" && len(names) > 0:
+				return errors.New("--file conflicts with naming catalog rows: give one")
+			case all:
+				rows = scenarios.All()
+			case file != "":
+				s, err := scenarios.Load(file)
+				if err != nil {
+					return fmt.Errorf("--file: %w", err)
+				}
+				rows = append(rows, s)
+			case len(names) == 0:
+				return errors.New("name a row (see tumbler list), or give --all or --file ROW.json")
+			}
+			for _, n := range names {
+				s, err := scenarios.Get(n)
+				if err != nil {
+					return err
+				}
+				rows = append(rows, s)
+			}
+			ctx, stop := a.interruptible(cmd.Context())
+			defer stop()
+			var results []rowResult
+			mismatch, errored := false, false
+			for _, s := range rows {
+				if ctx.Err() != nil {
+					break
+				}
+				opts := runner.Options{Store: store, Log: a.log, Status: a.statusFunc(fmt.Sprintf("%s seed %d", s.Name, seed))}
+				if file != "" {
+					opts.Command = "tumbler " + shellJoin([]string{"reproduce", "--file", file, "--seed", fmt.Sprint(seed)})
+				}
+				a.log.Info("reproduce", "scenario", s.Name, "seed", seed, "expected", s.Expect.String())
+				j, out, err := scenarios.Reproduce(ctx, s, seed, opts)
+				a.con.clear()
+				if err != nil && errors.Is(err, runner.ErrPlan) {
+					return failed(err)
+				}
+				mismatch = mismatch || (j.Error == "" && !j.Matched)
+				errored = errored || j.Error != ""
+				r := rowResult{
+					Scenario: s.Name, Seed: seed, Expected: s.Expect.String(), Observed: j.Observed,
+					Matched: j.Matched, Why: j.Why, Faults: j.Comparison.Faults,
+					ElapsedS: j.Elapsed.Seconds(), ReportDir: j.ReportDir, Error: j.Error,
+				}
+				if j.FirstAnomaly >= 0 {
+					sec := float64(j.FirstAnomaly) / 1e9
+					r.FirstAnomaly = &sec
+				}
+				results = append(results, r)
+				if !asJSON {
+					a.con.printf("%s\n", scenarios.Describe(s, j))
+					if out != nil && out.Result != nil && out.Report.Has("index.html") {
+						a.con.printf("  report: %s\n", out.Report.Index())
+					}
+				}
+			}
+			interrupted := ctx.Err() != nil && len(results) < len(rows)
+			if asJSON {
+				b, _ := json.MarshalIndent(results, "", "  ")
+				fmt.Fprintf(a.stdout, "%s\n", b)
+			} else if interrupted {
+				a.con.printf("interrupted after %d of %d rows\n", len(results), len(rows))
+			}
+			return exit(matchCode(mismatch || interrupted, errored))
+		},
+	}
+	fs := cmd.Flags()
+	fs.BoolVar(&all, "all", false, "run every catalog row")
+	fs.StringVar(&file, "file", "", "run a row written as JSON (the catalog's format)")
+	fs.Int64Var(&seed, "seed", 1, "seed of the run")
+	fs.StringVar(&store, "store", "store", "directory the runs' reports are kept in")
+	fs.BoolVar(&asJSON, "json", false, "print a machine-readable result per run instead of prose")
+	return cmd
+}
+
+// matchCode is the exit of reproduce and matrix: 1 when a run did not
+// match, else 255 when a run failed, else 0.
+func matchCode(mismatch, errored bool) int {
+	switch {
+	case mismatch:
+		return exitInvalid
+	case errored:
+		return exitHarness
+	}
+	return exitValid
+}
+
+// rowNames parses a comma list of catalog rows.
+func rowNames(list []string) ([]scenarios.Scenario, error) {
+	var rows []scenarios.Scenario
+	for _, n := range list {
+		s, err := scenarios.Get(strings.TrimSpace(n))
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, s)
+	}
+	return rows, nil
+}

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tumbler-dev/tumbler/reports"
+	"github.com/tumbler-dev/tumbler/runner"
+	"github.com/tumbler-dev/tumbler/scenarios"
+)
+
+const (
+	matrixJSON  = "matrix.json"
+	matrixJUnit = "matrix-junit.xml"
+)
+
+func (a *app) matrixCmd() *cobra.Command {
+	var seeds int
+	var shardFlag, out, store string
+	var only []string
+	cmd := &cobra.Command{
+		Use:   "matrix --seeds N [--shard i/n] [--out DIR]",
+		Short: "Run every catalog row over seeds 1..N and tabulate the verdicts",
+		Long: `matrix runs every catalog row (or those --only names) on seeds 1..N, one run
+after another, prints a table of the verdicts and writes matrix.json and
+matrix-junit.xml into --out. A row holds when every seed matched its
+expectation within 30 s.
+
+--shard i/n runs the i-th of n interleaved parts of the row×seed runs, so n
+machines share a matrix; "tumbler matrix merge" joins their matrix.json files.
+
+Exit codes: 0 when every run matched its row's expectation, 1 when one did not
+(or the matrix was interrupted), 255 when none mismatched but a run failed,
+254 bad arguments.`,
+		Example: `  tumbler matrix --seeds 10 --out ci/
+  tumbler matrix --seeds 3 --only single-baseline,single-restart-empty
+  # on three machines, then join
+  tumbler matrix --seeds 10 --shard 2/3 --out shard2/
+  tumbler matrix merge shard*/matrix.json --out all/`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if seeds < 1 {
+				return fmt.Errorf("--seeds: %d, want at least 1", seeds)
+			}
+			var shard *reports.Shard
+			if shardFlag != "" {
+				sh, err := reports.ParseShard(shardFlag)
+				if err != nil {
+					return fmt.Errorf("--shard: %w", err)
+				}
+				shard = &sh
+			}
+			rows := scenarios.All()
+			if len(only) > 0 {
+				var err error
+				if rows, err = rowNames(only); err != nil {
+					return fmt.Errorf("--only: %w", err)
+				}
+			}
+			if err := os.MkdirAll(out, 0o755); err != nil {
+				return failed(fmt.Errorf("--out: %w", err))
+			}
+			seedList := make([]int64, seeds)
+			for i := range seedList {
+				seedList[i] = int64(i + 1)
+			}
+			ctx, stop := a.interruptible(cmd.Context())
+			defer stop()
+			// The status line names the run in progress.
+			var status atomic.Pointer[func(runner.Status)]
+			opts := runner.Options{Store: store, Log: a.log, Status: func(s runner.Status) { (*status.Load())(s) }}
+			m, err := scenarios.RunMatrix(ctx, rows, seedList, shard, opts,
+				func(p scenarios.MatrixProgress) {
+					name := fmt.Sprintf("[%d/%d] %s seed %d", p.Index, p.Total, p.Scenario.Name, p.Seed)
+					if p.Result == nil {
+						f := a.statusFunc(name)
+						status.Store(&f)
+						return
+					}
+					a.con.clear()
+					r := p.Result
+					switch {
+					case r.Error != "":
+						a.con.printf("%s: ERROR: %s\n", name, r.Error)
+					case r.Matched:
+						a.con.printf("%s: %s as expected (%.1f s)\n", name, r.Observed, r.Elapsed.Seconds())
+					default:
+						a.con.printf("%s: NOT matched: %s (%.1f s)\n", name, r.Why, r.Elapsed.Seconds())
+					}
+				})
+			a.con.clear()
+			interrupted := err != nil
+			if err != nil && !errors.Is(err, ctx.Err()) {
+				return failed(err)
+			}
+			return a.writeMatrix(m, out, interrupted)
+		},
+	}
+	fs := cmd.Flags()
+	fs.IntVar(&seeds, "seeds", 10, "run seeds 1..N of every row")
+	fs.StringVar(&shardFlag, "shard", "", "run part i of n (i/n) of the row×seed runs")
+	fs.StringVar(&out, "out", ".", "directory for matrix.json and matrix-junit.xml")
+	fs.StringVar(&store, "store", "store", "directory the runs' reports are kept in")
+	fs.StringSliceVar(&only, "only", nil, "run only these rows (comma separated)")
+	cmd.AddCommand(a.mergeCmd())
+	return cmd
+}
+
+// writeMatrix prints the table, writes the matrix files and returns the exit.
+func (a *app) writeMatrix(m reports.Matrix, out string, interrupted bool) error {
+	if err := reports.WriteMatrixTable(a.stdout, m); err != nil {
+		return failed(err)
+	}
+	for _, w := range []struct {
+		name  string
+		write func(string, reports.Matrix) error
+	}{{matrixJSON, reports.WriteMatrixJSON}, {matrixJUnit, reports.WriteMatrixJUnit}} {
+		if err := w.write(filepath.Join(out, w.name), m); err != nil {
+			return failed(err)
+		}
+	}
+	fmt.Fprintf(a.stdout, "wrote %s and %s\n", filepath.Join(out, matrixJSON), filepath.Join(out, matrixJUnit))
+	mismatch, errored := interrupted, false
+	for _, r := range m.Rows {
+		switch reports.RowStatus(r.Seeds) {
+		case reports.Broken:
+			mismatch = true
+		case reports.Errored:
+			errored = true
+		}
+	}
+	if interrupted {
+		fmt.Fprintln(a.stdout, "interrupted: the matrix covers only the runs that finished")
+	}
+	return exit(matchCode(mismatch, errored))
+}
+
+func (a *app) mergeCmd() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "merge FILE... --out DIR",
+		Short: "Join the matrix.json files of the shards of one matrix",
+		Long: `merge joins the matrix.json files that "tumbler matrix --shard i/n" wrote on
+several machines into the whole matrix: it prints the table and writes
+matrix.json and matrix-junit.xml into --out. Shards that do not fit together
+(different seeds, a shard missing or given twice) are refused.`,
+		Example: `  tumbler matrix merge shard1/matrix.json shard2/matrix.json shard3/matrix.json --out all/`,
+		RunE: func(_ *cobra.Command, files []string) error {
+			if len(files) == 0 {
+				return errors.New("give the matrix.json files of the shards")
+			}
+			m, err := reports.MergeMatrix(files...)
+			if err != nil {
+				return err
+			}
+			if err := os.MkdirAll(out, 0o755); err != nil {
+				return failed(fmt.Errorf("--out: %w", err))
+			}
+			return a.writeMatrix(*m, out, false)
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", ".", "directory for the merged matrix.json and matrix-junit.xml")
+	return cmd
+}

@@ -1,0 +1,361 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/tumbler-dev/tumbler/checker"
+	"github.com/tumbler-dev/tumbler/lock/variants"
+	"github.com/tumbler-dev/tumbler/nemesis"
+	"github.com/tumbler-dev/tumbler/runner"
+)
+
+// adhocFlags are the flags that shape a plan (runner.Adhoc).
+type adhocFlags struct {
+	a           runner.Adhoc
+	driftFactor float64
+	// shaping names the flags that say what the run does: they conflict
+	// with --plan. --provider and --external only say where it runs.
+	shaping []string
+}
+
+func (f *adhocFlags) bind(fs *pflag.FlagSet) {
+	a := &f.a
+	before := map[string]bool{}
+	fs.VisitAll(func(fl *pflag.Flag) { before[fl.Name] = true })
+	fs.StringVar(&a.Name, "name", "", "name of the run (its directory under the store; default adhoc-<lock>)")
+	fs.Int64Var(&a.Seed, "seed", 0, "seed of the fault schedule and the clients' draws (default: a random one, printed)")
+	fs.StringVar(&a.Lock, "lock", "single", "lock under test: "+strings.Join(variants.Names(), ", "))
+	fs.StringVar(&a.Inner, "inner", "", "the lock a watchdog wraps (--lock watchdog; default single)")
+	fs.IntVar(&a.WaitReplicas, "wait-replicas", 0, "after acquiring, WAIT for this many replicas or release and fail (single, fenced)")
+	fs.DurationVar(&a.WaitTimeout, "wait-timeout", 0, "how long WAIT waits for the replicas")
+	fs.DurationVar(&a.NodeTimeout, "node-timeout", 0, "bound of one request to one node (redlock, redsync)")
+	fs.Float64Var(&f.driftFactor, "drift-factor", 0.01, "clock drift allowance as a fraction of the TTL (redlock, redsync)")
+	fs.BoolVar(&a.SetNXOnExtend, "setnx-on-extend", false, "redsync's WithSetNXOnExtend: extend retakes a lapsed lock (redsync #147)")
+	fs.DurationVar(&a.ReadTimeout, "read-timeout", 0, "read timeout of the clients' Redis connections: a slower reply is an unknown outcome (default 1s)")
+	fs.DurationVar(&a.TTL, "ttl", 0, "lock TTL (default 1s)")
+	fs.IntVar(&a.Nodes, "nodes", 0, "N standalone masters: short for --topology independent:N")
+	fs.StringVar(&a.Topology, "topology", "", "independent:N, replicated:R or replicated:R+sentinels (default independent:1, independent:5 for redlock and redsync)")
+	fs.StringVar(&a.Persistence, "persistence", "", "data nodes' persistence: none, aof-everysec or aof-always (default none)")
+	fs.StringVar(&a.Workload, "workload", "", "mutex, fenced-write or counter (default fenced-write)")
+	fs.StringVar(&a.ClientMode, "client-mode", "", "process (each client its own process: client pauses are real) or inprocess (default process)")
+	fs.IntVar(&a.Clients, "clients", 0, "number of clients (default 4)")
+	fs.IntVar(&a.Keys, "keys", 0, "number of keys contended for (default 1)")
+	fs.StringVar(&a.Hold, "hold", "", "how long a client holds the lock: MIN,MAX or one span; spans like 250ms or 0.5ttl (default 0.1ttl,0.4ttl)")
+	fs.StringVar(&a.Think, "think", "", "pause between two cycles of a client: MIN,MAX or one span (default 0,0.05ttl)")
+	fs.StringVar(&a.Retry, "retry", "", "wait (retry until the acquire timeout) or try (one attempt per cycle) (default wait)")
+	fs.BoolVar(&a.CheckValidity, "check-validity", false, "clients check the lease's validity before acting on the resource")
+	fs.BoolVar(&a.ObeyLost, "obey-lost", false, "clients stop their critical section when the lock signals it is lost (watchdog)")
+	fs.DurationVar(&a.TimeLimit, "time-limit", 0, "how long clients start new operations (default 10s)")
+	fs.StringSliceVar(&a.Nemesis, "nemesis", nil, "fault kinds to draw the schedule from, comma separated (repeat a kind to weigh it): "+kindList())
+	fs.DurationVar(&a.NemesisInterval, "nemesis-interval", 0, "quiet time before the first fault and between two faults (default 3×TTL)")
+	fs.VisitAll(func(fl *pflag.Flag) {
+		if !before[fl.Name] {
+			f.shaping = append(f.shaping, fl.Name)
+		}
+	})
+	fs.StringVar(&a.Provider, "provider", "", "who runs the servers: process (redis-server from PATH), docker or external (default process)")
+	fs.StringVar(&a.External, "external", "", "configuration file of an external deployment (implies --provider external)")
+}
+
+func kindList() string {
+	s := make([]string, len(nemesis.Kinds))
+	for i, k := range nemesis.Kinds {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ", ")
+}
+
+// adhocPlan builds the plan from the flags; the seed, when not given, is
+// drawn and logged.
+func (a *app) adhocPlan(cmd *cobra.Command, f *adhocFlags) (runner.Plan, error) {
+	drawn := !cmd.Flags().Changed("seed")
+	if drawn {
+		f.a.Seed = rand.Int64N(1_000_000) + 1
+	}
+	if cmd.Flags().Changed("drift-factor") {
+		f.a.DriftFactor = &f.driftFactor
+	}
+	p, err := f.a.Plan()
+	if err == nil && drawn {
+		a.log.Info("no --seed given: drew one", "seed", p.Seed)
+	}
+	return p, failed(err)
+}
+
+const adhocExamples = `  # the single-node lock under contention, no faults
+  tumbler %[1]s --lock single --time-limit 5s --seed 1
+  # Redlock on five masters while nodes are killed and partitioned
+  tumbler %[1]s --lock redlock --nodes 5 --nemesis kill,partition,partition --seed 7
+  # a watchdog over the single lock, one replica, failovers by Sentinel
+  tumbler %[1]s --lock watchdog --inner single --topology replicated:1+sentinels --nemesis failover
+  # redsync with WithSetNXOnExtend on three masters, clients in-process
+  tumbler %[1]s --lock redsync --nodes 3 --setnx-on-extend --client-mode inprocess`
+
+func (a *app) runCmd() *cobra.Command {
+	var f adhocFlags
+	var planFile, store, toxiAPI string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "run [flags]",
+		Short: "Run a lock against real Redis servers under faults, check the history, write a report",
+		Long: `run brings a Redis topology up, runs the workload's clients against the lock
+while the nemesis applies its fault schedule, checks the recorded history and
+writes the report directory (store/<name>/<time>/index.html; store/latest
+points to it).
+
+The run comes from flags, the fault schedule drawn from --seed and --nemesis,
+or from a plan file (--plan) as "tumbler plan" prints it or a run stored
+(store/<name>/<time>/plan.json): the plan file is the whole run, so the flags
+that shape one conflict with it; --provider and --external may move it.
+
+On a terminal a status line shows the run's progress; otherwise progress is
+logged. Ctrl-C stops the run, heals the faults, stops every process and still
+writes the report of what was recorded; a second Ctrl-C quits at once.
+
+Exit codes: 0 valid, 1 invalid, 2 unknown (or valid but interrupted), 254 bad
+arguments, 255 the harness failed (a missing redis-server, say).`,
+		Example: fmt.Sprintf(adhocExamples, "run") + `
+  # replay a stored run exactly
+  tumbler run --plan store/latest/plan.json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var p runner.Plan
+			var err error
+			if planFile != "" {
+				p, err = a.planFromFile(cmd, &f, planFile)
+			} else {
+				p, err = a.adhocPlan(cmd, &f)
+			}
+			if err != nil {
+				return err
+			}
+			command := a.replayCommand(cmd, p)
+			ctx, stop := a.interruptible(cmd.Context())
+			defer stop()
+			a.log.Info("run", "name", p.Name, "seed", p.Seed, "topology", p.Topology.String(), "lock", p.Lock.Variant,
+				"workload", p.Workload.Kind, "faults", len(p.Faults), "time_limit", p.TimeLimit.String())
+			out, err := runner.Run(ctx, p, runner.Options{
+				Store: store, Log: a.log, Status: a.statusFunc(p.Name), Command: command, ToxiproxyAPI: toxiAPI,
+			})
+			a.con.clear()
+			return a.conclude(out, err, asJSON, "")
+		},
+	}
+	fs := cmd.Flags()
+	f.bind(fs)
+	fs.StringVar(&planFile, "plan", "", "run this plan file (JSON) instead of a plan from flags")
+	fs.StringVar(&store, "store", "store", "directory the runs' reports are kept in")
+	fs.BoolVar(&asJSON, "json", false, "print a machine-readable summary (verdict, exit code, report dir, anomalies) instead of prose")
+	fs.StringVar(&toxiAPI, "toxiproxy-api", "", "serve the embedded toxiproxy's HTTP API on this address during the run (e.g. 127.0.0.1:8474), to inspect the proxies and toxics")
+	return cmd
+}
+
+// planFromFile loads --plan, refusing the flags that would reshape it.
+func (a *app) planFromFile(cmd *cobra.Command, f *adhocFlags, file string) (runner.Plan, error) {
+	var clash []string
+	for _, name := range f.shaping {
+		if cmd.Flags().Changed(name) {
+			clash = append(clash, "--"+name)
+		}
+	}
+	if len(clash) > 0 {
+		return runner.Plan{}, fmt.Errorf("--plan conflicts with %s: the plan file is the whole run (edit the file, or drop --plan)", strings.Join(clash, ", "))
+	}
+	p, err := runner.LoadPlan(file)
+	if err != nil {
+		return runner.Plan{}, failed(err)
+	}
+	if cmd.Flags().Changed("external") {
+		p.Provider, p.External = "external", f.a.External
+	}
+	if cmd.Flags().Changed("provider") {
+		p.Provider = f.a.Provider
+	}
+	return p, failed(p.Validate())
+}
+
+// replayCommand is the command line that replays the run, for its report.
+func (a *app) replayCommand(cmd *cobra.Command, p runner.Plan) string {
+	args := append([]string(nil), a.args...)
+	if !cmd.Flags().Changed("seed") && !cmd.Flags().Changed("plan") {
+		args = append(args, "--seed", fmt.Sprint(p.Seed))
+	}
+	return "tumbler " + shellJoin(args)
+}
+
+func shellJoin(args []string) string {
+	out := make([]string, len(args))
+	for i, s := range args {
+		if s != "" && strings.IndexFunc(s, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=,+@%", r))
+		}) < 0 {
+			out[i] = s
+			continue
+		}
+		out[i] = "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	}
+	return strings.Join(out, " ")
+}
+
+func (a *app) planCmd() *cobra.Command {
+	var f adhocFlags
+	cmd := &cobra.Command{
+		Use:   "plan [flags]",
+		Short: "Print the plan (JSON) a run with these flags would execute",
+		Long: `plan prints, as JSON, the plan "tumbler run" would execute with the same
+flags: topology, lock, workload and the fault schedule generated from --seed.
+Save it, edit it, and replay it exactly with "tumbler run --plan FILE". The
+same flags and seed always print the same plan.`,
+		Example: fmt.Sprintf(adhocExamples, "plan") + `
+  # edit a schedule, then run it
+  tumbler plan --lock redlock --nodes 5 --nemesis restart --seed 3 > p.json
+  tumbler run --plan p.json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, err := a.adhocPlan(cmd, &f)
+			if err != nil {
+				return err
+			}
+			_, err = a.stdout.Write(p.JSON())
+			return err
+		},
+	}
+	f.bind(cmd.Flags())
+	return cmd
+}
+
+// noArgs refuses positional arguments, naming them.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("%s takes no arguments, got %q", cmd.CommandPath(), strings.Join(args, " "))
+	}
+	return nil
+}
+
+// summary is the --json output of a run or an analysis.
+type summary struct {
+	Verdict     checker.Verdict `json:"verdict"`
+	ExitCode    int             `json:"exit_code"`
+	Name        string          `json:"name,omitempty"`
+	Seed        int64           `json:"seed"`
+	ReportDir   string          `json:"report_dir,omitempty"`
+	Index       string          `json:"index,omitempty"`
+	Interrupted bool            `json:"interrupted,omitempty"`
+	// FirstAnomaly is seconds from the start of the workload.
+	FirstAnomaly *float64          `json:"first_anomaly_s,omitempty"`
+	Anomalies    []checker.Anomaly `json:"anomalies"`
+	Error        string            `json:"error,omitempty"`
+	Note         string            `json:"note,omitempty"`
+}
+
+// verdictCode is the verdict of an outcome and its exit code: a valid
+// verdict on an interrupted run covers only part of it, so it is no pass.
+func verdictCode(out *runner.Outcome) (checker.Verdict, int) {
+	if out == nil || out.Result == nil {
+		return checker.Unknown, exitUnknown
+	}
+	v := out.Result.Verdict
+	if out.Interrupted && v == checker.Valid {
+		return v, exitUnknown
+	}
+	return v, v.ExitCode()
+}
+
+// conclude prints a run's (or an analysis's) outcome and returns its exit.
+// runErr is the runner's error; note a remark for the reader.
+func (a *app) conclude(out *runner.Outcome, runErr error, asJSON bool, note string) error {
+	v, code := verdictCode(out)
+	fail := failed(runErr)
+	if fail != nil {
+		code = fail.(*exitError).code
+	}
+	s := summary{Verdict: v, ExitCode: code, Anomalies: []checker.Anomaly{}, Note: note}
+	if out != nil {
+		s.Name, s.Seed, s.ReportDir, s.Interrupted = out.Plan.Name, out.Plan.Seed, out.Dir, out.Interrupted
+		if out.Report.Has("index.html") {
+			s.Index = out.Report.Index()
+		}
+		if out.Result != nil {
+			s.Anomalies = out.Result.Anomalies
+		}
+		if out.FirstAnomaly >= 0 {
+			sec := out.FirstAnomaly.Seconds()
+			s.FirstAnomaly = &sec
+		}
+	}
+	if runErr != nil {
+		s.Error = runErr.Error()
+	}
+	if asJSON {
+		b, _ := json.MarshalIndent(s, "", "  ")
+		fmt.Fprintf(a.stdout, "%s\n", b)
+		return exit(code)
+	}
+	if note != "" {
+		a.con.printf("%s\n", note)
+	}
+	if runErr != nil {
+		if out != nil && out.Result != nil && s.Index != "" {
+			a.con.printf("report of what was recorded: %s\n", s.Index)
+		}
+		return fail
+	}
+	a.con.printf("%s\n", verdictLine(out, v))
+	if out.Interrupted {
+		a.con.printf("interrupted: the verdict covers only what was recorded before the run stopped\n")
+	}
+	switch {
+	case s.Index != "":
+		a.con.printf("report: %s\n", s.Index)
+	case out.Dir != "":
+		a.con.printf("report directory: %s (index.html could not be written)\n", out.Dir)
+	}
+	return exit(code)
+}
+
+// verdictLine says the verdict in a sentence, with the first anomalies.
+func verdictLine(out *runner.Outcome, v checker.Verdict) string {
+	res := out.Result
+	if res == nil {
+		return "unknown — the history could not be checked; the report says why"
+	}
+	var b strings.Builder
+	switch {
+	case len(res.Anomalies) == 0:
+		fmt.Fprintf(&b, "%s — no anomaly in %d operations", v, res.Ops)
+		switch n := len(res.Faults); n {
+		case 0:
+		case 1:
+			b.WriteString(" under 1 fault")
+		default:
+			fmt.Fprintf(&b, " under %d faults", n)
+		}
+		if v == checker.Unknown {
+			for _, c := range res.Checkers {
+				if c.Verdict == checker.Unknown {
+					fmt.Fprintf(&b, "; %s could not decide: %s", c.Name, c.Reason)
+				}
+			}
+		}
+	default:
+		fmt.Fprintf(&b, "%s — %d anomalies, the first at %.2f s:", v, len(res.Anomalies), out.FirstAnomaly.Seconds())
+		const shown = 5
+		for i, an := range res.Anomalies {
+			if i == shown {
+				fmt.Fprintf(&b, "\n  … and %d more (see the report)", len(res.Anomalies)-shown)
+				break
+			}
+			fmt.Fprintf(&b, "\n  %s at %.3f s: %s", an.Kind, float64(an.From)/1e9, an.Explanation)
+			if len(an.Faults) > 0 {
+				fmt.Fprintf(&b, " [faults %s]", strings.Join(an.Faults, ", "))
+			}
+		}
+	}
+	return b.String()
+}

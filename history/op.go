@@ -1,0 +1,117 @@
+// Package history is the record of a run: every operation a client invoked
+// and how it completed, and every fault the nemesis applied and healed, on
+// one monotonic time base (nanoseconds since the run started). It is
+// streamed to history.jsonl as the run goes, so a run killed midway still
+// leaves a checkable file.
+package history
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// Type is how an operation record relates to the call it describes.
+type Type string
+
+// The four operation types of a Jepsen history.
+const (
+	Invoke Type = "invoke" // the call started
+	OK     Type = "ok"     // it definitely happened
+	Fail   Type = "fail"   // it definitely did not happen
+	Info   Type = "info"   // unknown: it may or may not have happened
+)
+
+// Function names (Op.F) used by workloads and the nemesis.
+const (
+	Acquire = "acquire"
+	Release = "release"
+	Extend  = "extend"  // a renewal, by the client or its watchdog
+	Write   = "write"   // a write to the protected resource
+	Read    = "read"    // a read of the protected resource (counter)
+	Crash   = "crash"   // the client process died or abandoned its step
+	Start   = "start"   // nemesis: a fault begins
+	Stop    = "stop"    // nemesis: a fault is healed
+	Lost    = "lost"    // the lock told its holder the lease is gone (watchdog)
+	Pause   = "pause"   // the client was stopped (informational, from the client's view)
+	Message = "message" // free-form note (harness lifecycle)
+)
+
+// Process identifies the logical thread of control of an operation. Clients
+// are numbered from 0; the nemesis is NemesisProcess and is written to JSON
+// as "nemesis".
+type Process int
+
+// NemesisProcess is the process of fault events.
+const NemesisProcess Process = -1
+
+// MarshalJSON writes the nemesis as "nemesis" and clients as numbers.
+func (p Process) MarshalJSON() ([]byte, error) {
+	if p == NemesisProcess {
+		return []byte(`"nemesis"`), nil
+	}
+	return strconv.AppendInt(nil, int64(p), 10), nil
+}
+
+// UnmarshalJSON accepts a number or "nemesis".
+func (p *Process) UnmarshalJSON(b []byte) error {
+	if string(b) == `"nemesis"` {
+		*p = NemesisProcess
+		return nil
+	}
+	n, err := strconv.ParseInt(string(b), 10, 32)
+	if err != nil || n < 0 {
+		return fmt.Errorf("process must be a non-negative integer or \"nemesis\", got %s", b)
+	}
+	*p = Process(n)
+	return nil
+}
+
+// Op is one line of the history.
+type Op struct {
+	// Index is the position in the history, assigned by the recorder.
+	Index int64 `json:"index"`
+	// Process and Client: the client number, or NemesisProcess for faults.
+	// Process changes after a crash (Jepsen style); Client does not, so a
+	// client pause or a clock fault can be tied to the client it hit.
+	Process Process `json:"process"`
+	Client  int     `json:"client"`
+	Type    Type    `json:"type"`
+	F       string  `json:"f"`
+	Key     string  `json:"key,omitempty"`
+	// Value: the owner value for lock operations, the written or read value
+	// for resource operations, a description for nemesis operations.
+	Value string `json:"value,omitempty"`
+	// Token is the fencing token of the lease involved, when there is one.
+	Token int64 `json:"token,omitempty"`
+	// ValidUntil is the lease's validity end (ns since run start) on an ok
+	// acquire or extend, and the writer's validity on a write.
+	ValidUntil int64 `json:"valid_until,omitempty"`
+	// Time is when this record's event happened, ns since the run started,
+	// on the harness host's monotonic clock.
+	Time  int64  `json:"time"`
+	Error string `json:"error,omitempty"`
+	// Fault describes a nemesis operation (nil for client operations).
+	Fault *Fault `json:"fault,omitempty"`
+}
+
+// Fault describes the fault of a nemesis start/stop record.
+type Fault struct {
+	// ID pairs a start with its stop (e.g. "f3").
+	ID string `json:"id"`
+	// Kind is the fault's name (partition, latency, kill, …).
+	Kind string `json:"kind"`
+	// Targets are the nodes, links or clients it hit.
+	Targets []string `json:"targets,omitempty"`
+	// Desc is one human sentence ("cut n1,n2 from every client (blackhole)").
+	Desc string `json:"desc"`
+}
+
+// IsNemesis reports whether op is a fault event.
+func (o Op) IsNemesis() bool { return o.Process == NemesisProcess }
+
+// String renders an op compactly for logs and error messages.
+func (o Op) String() string {
+	b, _ := json.Marshal(o)
+	return string(b)
+}

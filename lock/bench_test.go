@@ -1,0 +1,140 @@
+package lock_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tumbler-dev/tumbler/internal/redistest"
+	"github.com/tumbler-dev/tumbler/lock"
+	"github.com/tumbler-dev/tumbler/lock/adapters"
+	"github.com/tumbler-dev/tumbler/lock/redlock"
+	"github.com/tumbler-dev/tumbler/lock/single"
+)
+
+// seed000Release is the release script exactly as seed 000 prints it: the
+// hand-written baseline a library must not lose to, sent as plain EVAL
+// ("raw") and as EVALSHA ("rawsha", what single sends).
+const seed000Release = `if redis.call("get",KEYS[1]) == ARGV[1] then
+    return redis.call("del",KEYS[1])
+else
+    return 0
+end`
+
+// BenchmarkLocks measures one acquire+release cycle of each lock against
+// the same five redis-servers, interleaving the variants (rotating their
+// order every round) so machine noise hits all of them alike, and reports
+// ratios of per-cycle medians:
+//
+//	single/raw        tumbler's single vs. SET NX PX + EVAL by hand  (target ≤ 1.10)
+//	single/rawsha     the same with the release sent as EVALSHA, as single does
+//	redlock5/single   tumbler's Redlock on 5 nodes vs. single        (target ≤ 2.0)
+//	redlock5/redsync5 tumbler's Redlock vs. go-redsync on 5 nodes    (target ≤ 1.0)
+//	single/redislock  tumbler's single vs. bsm/redislock
+//
+// On loopback the figures are dominated by round trips and scheduling of
+// the servers on the machine's cores, which is what the ratios compare.
+func BenchmarkLocks(b *testing.B) {
+	servers := redistest.Start(b, 5)
+	const ttl = 2500 * time.Millisecond // not whole seconds: go-redis's SetNX then sends PX, as the others do
+	ctx := context.Background()
+	newClient := func(addr string) *redis.Client {
+		c := lock.NewClient(addr)
+		b.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	fiveNodes := func() []redis.UniversalClient {
+		cs := make([]redis.UniversalClient, len(servers))
+		for i, s := range servers {
+			cs[i] = newClient(s.Addr)
+		}
+		return cs
+	}
+	must := func(l lock.Locker, err error) lock.Locker {
+		if err != nil {
+			b.Fatal(err)
+		}
+		return l
+	}
+	cycle := func(l lock.Locker) func() error {
+		return func() error {
+			lease, err := l.Acquire(ctx)
+			if err != nil {
+				return err
+			}
+			return l.Release(ctx, lease)
+		}
+	}
+	raw := newClient(servers[0].Addr)
+	rawSHA, err := raw.ScriptLoad(ctx, seed000Release).Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	rawCycle := func(key string, release func(value string) *redis.Cmd) error {
+		value := lock.RandomValue()
+		if ok, err := raw.SetNX(ctx, key, value, ttl).Result(); err != nil || !ok {
+			return fmt.Errorf("raw SET NX PX: %v %v", ok, err)
+		}
+		if n, err := release(value).Int(); err != nil || n != 1 {
+			return fmt.Errorf("raw release: %v %v", n, err)
+		}
+		return nil
+	}
+	variants := []struct {
+		name  string
+		cycle func() error
+	}{
+		{"raw", func() error {
+			return rawCycle("bench:raw", func(value string) *redis.Cmd {
+				return raw.Eval(ctx, seed000Release, []string{"bench:raw"}, value)
+			})
+		}},
+		{"rawsha", func() error {
+			return rawCycle("bench:rawsha", func(value string) *redis.Cmd {
+				return raw.EvalSha(ctx, rawSHA, []string{"bench:rawsha"}, value)
+			})
+		}},
+		{"single", cycle(must(single.New(newClient(servers[0].Addr), "bench:single", ttl)))},
+		{"redislock", cycle(must(adapters.NewRedislock(newClient(servers[0].Addr), "bench:redislock", ttl)))},
+		{"redlock5", cycle(must(redlock.New(fiveNodes(), "bench:redlock", ttl)))},
+		{"redsync5", cycle(must(adapters.NewRedsync(fiveNodes(), "bench:redsync", ttl)))},
+	}
+	for _, v := range variants { // connections, script caches, first-use allocations
+		for range 50 {
+			if err := v.cycle(); err != nil {
+				b.Fatalf("%s warm-up: %v", v.name, err)
+			}
+		}
+	}
+	samples := make([][]time.Duration, len(variants))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j := range variants {
+			k := (i + j) % len(variants)
+			start := time.Now()
+			if err := variants[k].cycle(); err != nil {
+				b.Fatalf("%s: %v", variants[k].name, err)
+			}
+			samples[k] = append(samples[k], time.Since(start))
+		}
+	}
+	b.StopTimer()
+	med := map[string]float64{}
+	var line strings.Builder
+	for k, v := range variants {
+		slices.Sort(samples[k])
+		m := samples[k][len(samples[k])/2]
+		med[v.name] = float64(m)
+		b.ReportMetric(float64(m.Nanoseconds()), v.name+"-p50-ns")
+		fmt.Fprintf(&line, " %s %v", v.name, m)
+	}
+	b.Logf("median acquire+release cycle over %d rounds:%s", b.N, line.String())
+	for _, r := range [][2]string{{"single", "raw"}, {"single", "rawsha"}, {"redlock5", "single"}, {"redlock5", "redsync5"}, {"single", "redislock"}} {
+		b.ReportMetric(med[r[0]]/med[r[1]], r[0]+"/"+r[1])
+	}
+}

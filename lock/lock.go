@@ -1,0 +1,71 @@
+// Package lock defines the one interface every tumbler lock variant
+// implements: acquire, release and extend a lease on a key, with typed errors
+// that separate "not obtained" from "outcome unknown".
+//
+// The variants live in sub-packages (single, redlock, watchdog, fenced,
+// reentrant, recipes, adapters). This package holds what they share: the
+// Lease, the errors, the options, the retry loop and the validity rule of
+// DESIGN.md §2.
+package lock
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors every variant returns, possibly wrapped; test them with errors.Is.
+var (
+	// ErrNotObtained means the lock is definitely not held by the caller:
+	// another owner holds it, no quorum answered, or validity ran out.
+	ErrNotObtained = errors.New("lock not obtained")
+	// ErrNotHeld means a release or extend found the lease no longer held
+	// by its owner (expired, or taken by someone else).
+	ErrNotHeld = errors.New("lock not held")
+	// ErrUnknown means the command may or may not have run: a timeout or a
+	// connection lost after sending. A history records it as "info".
+	ErrUnknown = errors.New("lock outcome unknown")
+	// ErrConfig wraps every constructor error (bad key, TTL, quorum, client).
+	ErrConfig = errors.New("invalid lock configuration")
+)
+
+// Lease is what an acquire grants. All times are local times that carry Go's
+// monotonic reading, so differences between them are immune to wall-clock
+// jumps on the client.
+type Lease struct {
+	Key string
+	// Value identifies the owner; releases and extends compare it.
+	Value string
+	// Token is the fencing token for variants that issue one; 0 otherwise.
+	Token int64
+	// Start is when the acquire (or the extend that produced this lease)
+	// began: the TTL is counted from before the request was sent.
+	Start time.Time
+	TTL   time.Duration
+	// ValidUntil is the last instant the holder may act on the protected
+	// resource: Start + TTL − drift (DESIGN.md §2).
+	ValidUntil time.Time
+	// Lost is closed when the variant learns that the lease is gone (the
+	// watchdog closes it when a renewal fails or validity runs out). It is
+	// nil for variants that cannot tell; a nil channel never fires.
+	Lost <-chan struct{}
+}
+
+// Valid reports whether now is before ValidUntil.
+func (l Lease) Valid(now time.Time) bool { return now.Before(l.ValidUntil) }
+
+// Locker is a lock on one key. Implementations are safe for concurrent use
+// unless their documentation says otherwise (reentrant locks are per owner).
+type Locker interface {
+	// Key is the Redis key this lock guards.
+	Key() string
+	// Acquire obtains the lock following the configured retry strategy,
+	// until ctx is done. It returns ErrNotObtained or ErrUnknown (wrapped)
+	// on failure.
+	Acquire(ctx context.Context) (Lease, error)
+	// Release gives the lease up. ErrNotHeld when it was no longer held.
+	Release(ctx context.Context, l Lease) error
+	// Extend renews the lease for another TTL counted from the start of the
+	// extend, returning the new lease. ErrNotHeld when it was lost.
+	Extend(ctx context.Context, l Lease) (Lease, error)
+}

@@ -1,0 +1,106 @@
+package variants
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tumbler-dev/tumbler/internal/redistest"
+	"github.com/tumbler-dev/tumbler/lock"
+	"github.com/tumbler-dev/tumbler/lock/locktest"
+)
+
+// TestEveryVariantBuildsAndLocks builds each registered variant on real
+// servers and checks that a second owner is refused while the first holds.
+func TestEveryVariantBuildsAndLocks(t *testing.T) {
+	servers := redistest.Start(t, 3)
+	clients := locktest.Clients(t, redistest.Addrs(servers))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	specs := []Spec{{Variant: "watchdog", Inner: "redlock", TTL: time.Second}}
+	for _, n := range Names() {
+		specs = append(specs, Spec{Variant: n, TTL: time.Second})
+	}
+	for _, s := range specs {
+		t.Run(s.Variant+"/"+s.Inner, func(t *testing.T) {
+			key := "variants:" + s.Variant + ":" + s.Inner
+			a, err := Build(s, clients, key)
+			if err != nil {
+				t.Fatalf("build: %v", err)
+			}
+			b, err := Build(s, clients, key)
+			if err != nil {
+				t.Fatalf("build: %v", err)
+			}
+			la, err := a.Acquire(ctx)
+			if err != nil {
+				t.Fatalf("acquire: %v", err)
+			}
+			if _, err := b.Acquire(ctx); !errors.Is(err, lock.ErrNotObtained) {
+				t.Fatalf("second owner: err = %v, want ErrNotObtained", err)
+			}
+			if err := a.Release(ctx, la); err != nil {
+				t.Fatalf("release: %v", err)
+			}
+			wantAll := s.Variant == "redlock" || s.Variant == "redsync" || s.Inner == "redlock"
+			if s.AllNodes() != wantAll {
+				t.Fatalf("AllNodes() = %v, want %v", s.AllNodes(), wantAll)
+			}
+		})
+	}
+}
+
+func TestSpecErrorsNameTheProblem(t *testing.T) {
+	cases := []struct {
+		spec Spec
+		want string
+	}{
+		{Spec{Variant: "nope", TTL: time.Second}, "unknown lock \"nope\" (valid: "},
+		{Spec{Variant: "single"}, "ttl 0s must be positive"},
+		{Spec{Variant: "watchdog", Inner: "watchdog", TTL: time.Second}, "inner cannot be watchdog"},
+		{Spec{Variant: "single", Inner: "redlock", TTL: time.Second}, "inner applies only to watchdog"},
+		{Spec{Variant: "redlock", WaitReplicas: 1, TTL: time.Second}, "wait_replicas applies only to single and fenced"},
+		{Spec{Variant: "redlock", SetNXOnExtend: true, TTL: time.Second}, "setnx_on_extend applies only to redsync"},
+	}
+	for _, c := range cases {
+		err := c.spec.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Validate(%+v) = %v, want an error containing %q", c.spec, err, c.want)
+		}
+	}
+	if _, err := Build(Spec{Variant: "single", TTL: time.Second}, nil, "k"); !errors.Is(err, lock.ErrConfig) {
+		t.Errorf("Build with no clients: err = %v, want ErrConfig", err)
+	}
+}
+
+// TestRegisterOwnLock: a lock registered from outside is built by name like
+// the built-in ones, and a second registration of the name is refused.
+func TestRegisterOwnLock(t *testing.T) {
+	servers := redistest.Start(t, 1)
+	c := locktest.Client(t, servers[0].Addr)
+	built := 0
+	err := Register(Info{Name: "test-own", Doc: "a user's lock"}, func(s Spec, cs []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
+		built++
+		return Build(Spec{Variant: "single", TTL: s.TTL}, cs, key, o...)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Register(Info{Name: "test-own"}, func(Spec, []redis.UniversalClient, string, []lock.Option) (lock.Locker, error) { return nil, nil }); err == nil {
+		t.Fatal("a second registration of test-own was accepted")
+	}
+	if i, err := Lookup("test-own"); err != nil || i.Doc != "a user's lock" {
+		t.Fatalf("Lookup = %+v, %v", i, err)
+	}
+	l, err := Build(Spec{Variant: "test-own", TTL: time.Second}, []redis.UniversalClient{c}, "own")
+	if err != nil || built != 1 {
+		t.Fatalf("Build = %v (built %d times)", err, built)
+	}
+	if _, err := l.Acquire(context.Background()); err != nil {
+		t.Fatalf("acquire through the registered lock: %v", err)
+	}
+}

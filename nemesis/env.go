@@ -1,0 +1,139 @@
+package nemesis
+
+import (
+	"context"
+	"time"
+
+	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/history"
+)
+
+// Cluster is what the nemesis needs of a cluster: *cluster.Cluster
+// implements it. It is an interface so the runtime can be timed against a
+// recording fake.
+type Cluster interface {
+	Topology() cluster.Topology
+	// Clients is how many clients have their own proxies (c0..c(K-1)).
+	Clients() int
+	Cut(mode cluster.CutMode, dir cluster.Direction, links ...string) error
+	Delay(latency, jitter time.Duration, dir cluster.Direction, links ...string) error
+	Heal(links ...string) error
+	Kill(name string) error
+	StartNode(ctx context.Context, name string) error
+	Restart(ctx context.Context, name string, o cluster.RestartOptions) error
+	Up(name string) bool
+	Pause(name string) error
+	Resume(name string) error
+	SetClock(name string, offset time.Duration) error
+	Primary(ctx context.Context) (string, error)
+	Promote(ctx context.Context, name string) error
+	SentinelFailover(ctx context.Context) error
+	WaitFailover(ctx context.Context, from string) (string, error)
+}
+
+var _ Cluster = (*cluster.Cluster)(nil)
+
+// StepAction is what a client does when it next reaches an armed lock step.
+// The zero StepAction disarms the step.
+type StepAction struct {
+	// Pause stops the client there this long: a real SIGSTOP of the client
+	// process by its parent, like ClientPause.
+	Pause time.Duration
+	// Crash makes the client crash there.
+	Crash bool
+}
+
+// Clients controls the workload's clients, numbered from 0 as in the
+// history (Op.Client). The run engine implements it over its client
+// processes. Client i reaches the cluster through the proxies c<i>->X.
+type Clients interface {
+	Count() int
+	// Pause stops client i completely (SIGSTOP); Resume continues it.
+	Pause(i int) error
+	Resume(i int) error
+	// SetClockOffset sets client i's wall clock to host time + d.
+	SetClockOffset(i int, d time.Duration) error
+	// ArmStep makes client i perform action when it next reaches the named
+	// lock step; the zero action disarms it.
+	ArmStep(i int, step string, action StepAction) error
+	// GateResource closes (or opens) client i's path to the protected
+	// resource: while closed its resource requests are held back, as a
+	// partitioned client's would be.
+	GateResource(i int, closed bool) error
+}
+
+// Oracle answers questions about the live history, for triggers and the
+// "holder" target. The run engine implements it from a history.Tracker.
+type Oracle interface {
+	// Holder is the client that holds key now, as clients were told.
+	Holder(key string) (client int, ok bool)
+	// WaitGrant waits for the next successful acquire of key after the
+	// call and returns the client it went to. It must return when ctx
+	// ends: Run waits for it before returning.
+	WaitGrant(ctx context.Context, key string) (client int, err error)
+}
+
+// Sink receives the nemesis's start and stop records. *history.Recorder
+// is one. Run calls it from one goroutine at a time.
+type Sink interface {
+	Record(history.Op) (history.Op, error)
+}
+
+// ClientMode is where the workload's clients run; a real pause needs
+// processes.
+type ClientMode string
+
+// Client modes, named as workloads.Mode names them.
+const (
+	ProcessClients   ClientMode = "process"
+	InProcessClients ClientMode = "in-process"
+)
+
+// Setup is what a plan is validated against: the shape of the run it will
+// hit.
+type Setup struct {
+	Topology cluster.Topology
+	// Clients is the number of workload clients (0..Clients-1).
+	Clients int
+	// NodeClock: the data nodes run with the clock shim (cluster.Spec.Clock).
+	NodeClock bool
+	// ClientMode: client-pause and step-pause need ProcessClients; "" is
+	// not checked.
+	ClientMode ClientMode
+	// Refuses lists the faults the provider cannot take (an external
+	// deployment cannot be paused, say).
+	Refuses []Kind
+}
+
+// Env is what Run acts on.
+type Env struct {
+	Cluster Cluster
+	// Clients is required by plans with client faults, Oracle by plans
+	// with triggers or "holder" targets.
+	Clients Clients
+	Oracle  Oracle
+	// Clock is the run's history clock: step times count from its start,
+	// and records carry its time.
+	Clock *history.Clock
+	// NodeClock, ClientMode and Refuses complete the Setup (the cluster
+	// gives the topology, Clients the client count, or without Clients the
+	// cluster's).
+	NodeClock  bool
+	ClientMode ClientMode
+	Refuses    []Kind
+}
+
+// Setup describes the env for Plan.Validate.
+func (e Env) Setup() Setup {
+	s := Setup{NodeClock: e.NodeClock, ClientMode: e.ClientMode, Refuses: e.Refuses}
+	if e.Cluster != nil {
+		s.Topology = e.Cluster.Topology()
+	}
+	switch {
+	case e.Clients != nil:
+		s.Clients = e.Clients.Count()
+	case e.Cluster != nil:
+		s.Clients = e.Cluster.Clients() // link faults can still name them
+	}
+	return s
+}

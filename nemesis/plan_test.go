@@ -1,0 +1,243 @@
+package nemesis
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tumbler-dev/tumbler/cluster"
+)
+
+func TestSpan(t *testing.T) {
+	ttl := 800 * time.Millisecond
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+	}{
+		{"750ms", 750 * time.Millisecond},
+		{"1.5s", 1500 * time.Millisecond},
+		{"-2s", -2 * time.Second},
+		{"0", 0},
+		{"2ttl", 1600 * time.Millisecond},
+		{"0.5ttl", 400 * time.Millisecond},
+		{"-1ttl", -800 * time.Millisecond},
+		{" 0.1 ttl", 80 * time.Millisecond},
+	} {
+		s, err := ParseSpan(tc.in)
+		if err != nil {
+			t.Errorf("%q: %v", tc.in, err)
+			continue
+		}
+		if got := s.Resolve(ttl); got != tc.want {
+			t.Errorf("%q resolves to %v, want %v", tc.in, got, tc.want)
+		}
+		b, _ := json.Marshal(s)
+		if string(b) != `"`+tc.in+`"` {
+			t.Errorf("%q marshals as %s: not as read", tc.in, b)
+		}
+	}
+	for _, bad := range []string{"", "2", "ttl", "xttl", "NaNttl", "1e9ttl", "5 seconds"} {
+		if _, err := ParseSpan(bad); err == nil {
+			t.Errorf("ParseSpan(%q) accepted", bad)
+		}
+	}
+	var s Span
+	if err := json.Unmarshal([]byte(`1000`), &s); err == nil || !strings.Contains(err.Error(), "strings like") {
+		t.Errorf("a bare number: %v", err)
+	}
+	if TTLs(0.5).String() != "0.5ttl" || Fixed(1500*time.Millisecond).String() != "1.5s" {
+		t.Errorf("canonical forms: %s, %s", TTLs(0.5), Fixed(1500*time.Millisecond))
+	}
+	if !(Span{}).IsZero() || TTLs(1).IsZero() || !TTLs(0).IsZero() {
+		t.Error("IsZero")
+	}
+}
+
+func TestPlanJSONRoundTrip(t *testing.T) {
+	in := `{
+  "seed": 7,
+  "ttl": "1s",
+  "steps": [
+    {
+      "at": "2s",
+      "fault": "partition",
+      "for": "2ttl",
+      "nodes": [
+        "n4",
+        "n5"
+      ],
+      "mode": "blackhole"
+    },
+    {
+      "at": "6s",
+      "trigger": "grant",
+      "key": "tumbler:0",
+      "timeout": "3ttl",
+      "fault": "client-pause",
+      "for": "0.5ttl",
+      "client": "holder"
+    }
+  ]
+}`
+	p := mustPlan(t, in)
+	out, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out) != in {
+		t.Errorf("round trip changed the plan:\n%s", out)
+	}
+	if err := p.Validate(Setup{Topology: cluster.Topology{Kind: cluster.Independent, N: 5}, Clients: 3, ClientMode: ProcessClients}); err != nil {
+		t.Error(err)
+	}
+	if _, err := ParsePlan([]byte(`{"steps":[{"at":"1s","fault":"kill","nodes":["n1"],"duration":"1s"}]}`)); err == nil || !strings.Contains(err.Error(), `unknown field "duration"`) {
+		t.Errorf("a misspelt field: %v", err)
+	}
+	if _, err := ParsePlan([]byte(`{"steps":[]} {}`)); err == nil {
+		t.Error("trailing data accepted")
+	}
+	if _, err := DecodePlan(bytes.NewReader([]byte(`{"steps":[{"at":5}]}`))); err == nil {
+		t.Error("a numeric at accepted")
+	}
+}
+
+func TestValidateNamesTheStep(t *testing.T) {
+	ind5 := Setup{Topology: cluster.Topology{Kind: cluster.Independent, N: 5}, Clients: 3, NodeClock: true, ClientMode: ProcessClients}
+	rep1 := Setup{Topology: cluster.Topology{Kind: cluster.Replicated, N: 1}, Clients: 2}
+	noClock := ind5
+	noClock.NodeClock = false
+	inproc := ind5
+	inproc.ClientMode = InProcessClients
+	external := ind5
+	external.Refuses = []Kind{Kill, Pause}
+	for _, tc := range []struct {
+		name  string
+		setup Setup
+		plan  string
+		want  string
+	}{
+		{"unknown kind", ind5, `{"steps":[{"at":"1s","fault":"meteor"}]}`, `step 1 (meteor): unknown fault "meteor"`},
+		{"no fault", ind5, `{"steps":[{"at":"1s"}]}`, `step 1: no "fault"`},
+		{"failover on independent", ind5, `{"steps":[{"at":"1s","fault":"kill","nodes":["n1"],"for":"1s"},{"at":"1s","fault":"failover","via":"kill"}]}`,
+			"step 2 (failover): topology independent:5 has no replicas"},
+		{"replication on independent", ind5, `{"steps":[{"at":"1s","fault":"partition","shape":"replication","for":"1s"}]}`,
+			"step 1 (partition): topology independent:5 has no replication links"},
+		{"no such node", ind5, `{"steps":[{"at":"1s","fault":"pause","nodes":["n6"],"for":"1s"}]}`, `step 1 (pause): no node "n6" in independent:5`},
+		{"no such client", ind5, `{"steps":[{"at":"1s","fault":"client-clock","clients":[3],"offset":"1s","for":"1s"}]}`, "step 1 (client-clock): no client 3: clients are 0..2"},
+		{"clock without shim", noClock, `{"steps":[{"at":"1s","fault":"clock","nodes":["n1"],"offset":"1s","for":"1s"}]}`, "step 1 (clock): the data nodes run without the clock shim"},
+		{"client pause in process", inproc, `{"steps":[{"at":"1s","fault":"client-pause","clients":[0],"for":"1s"}]}`, "step 1 (client-pause): needs clients in process mode"},
+		{"provider refuses", external, `{"steps":[{"at":"1s","fault":"pause","nodes":["n1"],"for":"1s"}]}`, "step 1 (pause): the cluster's provider cannot take pause faults"},
+		{"zero for", ind5, `{"steps":[{"at":"1s","fault":"partition","nodes":["n1"]}]}`, `step 1 (partition): needs a positive "for"`},
+		{"negative for", ind5, `{"ttl":"1s","steps":[{"at":"1s","fault":"pause","nodes":["n1"],"for":"-1ttl"}]}`, `step 1 (pause): needs a positive "for"`},
+		{"negative at", ind5, `{"steps":[{"at":"-1s","fault":"pause","nodes":["n1"],"for":"1s"}]}`, `step 1 (pause): at "-1s" is negative`},
+		{"restart with for", ind5, `{"steps":[{"at":"1s","fault":"restart","nodes":["n1"],"for":"1s"}]}`, `step 1 (restart): takes no "for"`},
+		{"field of another kind", ind5, `{"steps":[{"at":"1s","fault":"kill","nodes":["n1"],"for":"1s","latency":"5ms"}]}`, `step 1 (kill): "latency" does not apply to kill`},
+		{"relative without ttl", ind5, `{"steps":[{"at":"1s","fault":"pause","nodes":["n1"],"for":"2ttl"}]}`, `no "ttl"`},
+		{"relative ttl", ind5, `{"ttl":"1ttl","steps":[]}`, "cannot be relative to itself"},
+		{"holder without key", ind5, `{"steps":[{"at":"1s","fault":"client-pause","client":"holder","for":"1s"}]}`, `step 1 (client-pause): client "holder" needs a "key"`},
+		{"trigger without key", ind5, `{"steps":[{"at":"1s","trigger":"grant","fault":"client-pause","clients":[0],"for":"1s"}]}`, `trigger "grant" needs a "key"`},
+		{"unknown trigger", ind5, `{"steps":[{"at":"1s","trigger":"release","key":"k","fault":"client-pause","clients":[0],"for":"1s"}]}`, `unknown trigger "release"`},
+		{"timeout without trigger", ind5, `{"steps":[{"at":"1s","timeout":"1s","fault":"client-pause","clients":[0],"for":"1s"}]}`, `"timeout" and "on_timeout" are for triggered steps`},
+		{"latency too small", ind5, `{"steps":[{"at":"1s","fault":"latency","nodes":["n1"],"latency":"100us","for":"1s"}]}`, "toxiproxy works in milliseconds"},
+		{"jitter above latency", ind5, `{"steps":[{"at":"1s","fault":"latency","nodes":["n1"],"latency":"10ms","jitter":"20ms","for":"1s"}]}`, `"jitter" "20ms" must be between 0`},
+		{"bad mode", ind5, `{"steps":[{"at":"1s","fault":"partition","nodes":["n1"],"mode":"drop","for":"1s"}]}`, `unknown mode "drop"`},
+		{"bad direction", ind5, `{"steps":[{"at":"1s","fault":"partition","nodes":["n1"],"direction":"up","for":"1s"}]}`, `unknown direction "up"`},
+		{"mixed targets", ind5, `{"steps":[{"at":"1s","fault":"partition","nodes":["n1"],"clients":[0],"for":"1s"}]}`, `need a "shape"`},
+		{"bad link", ind5, `{"steps":[{"at":"1s","fault":"partition","links":["c3->n1"],"for":"1s"}]}`, `no link "c3->n1"`},
+		{"bridge too small", Setup{Topology: cluster.Topology{Kind: cluster.Independent, N: 2}, Clients: 2}, `{"steps":[{"at":"1s","fault":"partition","shape":"bridge","for":"1s"}]}`, "a bridge needs at least 3 nodes"},
+		{"promote needs node", rep1, `{"steps":[{"at":"1s","fault":"failover","via":"promote"}]}`, `via "promote" needs the one replica`},
+		{"sentinel via needs sentinels", rep1, `{"steps":[{"at":"1s","fault":"failover","via":"kill"}]}`, `via "kill" needs Sentinels`},
+		{"lag needs cut", rep1, `{"steps":[{"at":"1s","fault":"failover","via":"promote","nodes":["r1"],"lag":"1s"}]}`, `it needs "cut_replication"`},
+		{"strobe too long", ind5, `{"steps":[{"at":"1s","fault":"clock","nodes":["n1"],"offset":"1s","strobe":"2s","for":"1s"}]}`, `"strobe" "2s" must be positive and shorter`},
+		{"clock zero offset", ind5, `{"steps":[{"at":"1s","fault":"clock","nodes":["n1"],"for":"1s"}]}`, `non-zero "offset"`},
+		{"step-pause without pause", ind5, `{"steps":[{"at":"1s","fault":"step-pause","clients":[0],"step":"s","for":"1s"}]}`, `needs a positive "pause"`},
+		{"no clients", Setup{Topology: cluster.Topology{Kind: cluster.Independent, N: 1}}, `{"steps":[{"at":"1s","fault":"client-clock","clients":[0],"offset":"1s","for":"1s"}]}`, "the run has no clients"},
+		{"duplicate node", ind5, `{"steps":[{"at":"1s","fault":"pause","nodes":["n1","n1"],"for":"1s"}]}`, `node "n1" named twice`},
+		{"kill and pause overlap", ind5, `{"steps":[{"at":"1s","fault":"kill","nodes":["n1","n2"],"for":"2s"},{"at":"2s","fault":"pause","nodes":["n2"],"for":"1s"}]}`,
+			"step 2 (pause): overlaps step 1 (kill) between 2s and 3s: both hit n2"},
+		{"restart delay overlaps", ind5, `{"steps":[{"at":"1s","fault":"restart","nodes":["n1"],"delay":"2s"},{"at":"2s","fault":"kill","nodes":["n1"],"for":"1s"}]}`,
+			"step 2 (kill): overlaps step 1 (restart)"},
+		{"two failovers", Setup{Topology: cluster.Topology{Kind: cluster.Replicated, N: 2}}, `{"steps":[{"at":"1s","fault":"failover","via":"promote","nodes":["r1"],"cut_replication":true,"lag":"2s"},{"at":"2s","fault":"failover","via":"promote","nodes":["r2"]}]}`,
+			"step 2 (failover): overlaps step 1 (failover)"},
+		{"step armed twice", ind5, `{"steps":[{"at":"1s","fault":"step-crash","clients":[0,1],"step":"s","for":"2s"},{"at":"2s","fault":"step-pause","clients":[1],"step":"s","pause":"1s","for":"1s"}]}`,
+			`step 2 (step-pause): overlaps step 1 (step-crash) between 2s and 3s: both arm lock step "s"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := mustPlan(t, tc.plan).Validate(tc.setup)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v\nwant an error containing %q", err, tc.want)
+			}
+		})
+	}
+
+	// What composes is accepted: overlapping link faults, clocks, pauses of
+	// one client, a kill right after a pause.
+	ok := `{"ttl":"500ms","steps":[
+		{"at":"1s","fault":"latency","nodes":["n1","n2"],"latency":"0.1ttl","for":"4s"},
+		{"at":"2s","fault":"partition","nodes":["n2"],"for":"1s"},
+		{"at":"2s","fault":"clock","nodes":["n2"],"offset":"1ttl","for":"1s"},
+		{"at":"2s","fault":"clock","nodes":["n2"],"offset":"-1ttl","strobe":"0.1ttl","for":"1s"},
+		{"at":"2s","fault":"client-pause","clients":[0],"for":"1s"},
+		{"at":"2.5s","fault":"client-partition","clients":[0],"for":"1s"},
+		{"at":"1s","fault":"pause","nodes":["n3"],"for":"1s"},
+		{"at":"2s","fault":"kill","nodes":["n3"],"for":"1s","persistence":"aof-always"},
+		{"at":"3s","fault":"partition","shape":"bridge","for":"1s","mode":"reset","direction":"upstream"},
+		{"at":"3s","fault":"partition","links":["c0->n1","c2->n5"],"for":"1s"}
+	]}`
+	if err := mustPlan(t, ok).Validate(ind5); err != nil {
+		t.Errorf("a plan of composable faults: %v", err)
+	}
+	// Every problem is reported, not only the first.
+	err := mustPlan(t, `{"steps":[{"at":"1s","fault":"meteor"},{"at":"1s","fault":"pause","nodes":["x"],"for":"1s"}]}`).Validate(ind5)
+	if err == nil || !strings.Contains(err.Error(), "step 1 (meteor)") || !strings.Contains(err.Error(), "step 2 (pause)") {
+		t.Errorf("both problems: %v", err)
+	}
+}
+
+func TestBridgeGroups(t *testing.T) {
+	nodes := []string{"n1", "n2", "n3", "n4", "n5"}
+	a, b, an, bn := bridgeGroups(nodes, 5)
+	if len(a) != 3 || len(b) != 2 || strings.Join(an, ",") != "n1,n2,n3" || strings.Join(bn, ",") != "n3,n4,n5" {
+		t.Errorf("bridge of 5 nodes, 5 clients: %v %v %v %v", a, b, an, bn)
+	}
+	w := world{topo: cluster.Topology{Kind: cluster.Independent, N: 5}, proxies: 5, clients: 5}
+	c := &compiled{shape: ShapeBridge}
+	links, err := w.resolveLinks(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Clients 0..2 lose n4, n5; clients 3, 4 lose n1, n2: 10 links.
+	want := "c0->n4,c0->n5,c1->n4,c1->n5,c2->n4,c2->n5,c3->n1,c3->n2,c4->n1,c4->n2"
+	if strings.Join(links, ",") != want {
+		t.Errorf("bridge links %v, want %s", links, want)
+	}
+}
+
+func TestResolveLinks(t *testing.T) {
+	w := world{topo: cluster.Topology{Kind: cluster.Replicated, N: 2}, proxies: 2, clients: 2, primary: "r1"}
+	for _, tc := range []struct {
+		c       compiled
+		clients []int
+		want    string
+	}{
+		{compiled{shape: ShapeNodes, Step: Step{Nodes: []string{"p"}}}, nil, "c0->p,c1->p"},
+		{compiled{shape: ShapeIsolate, Step: Step{Nodes: []string{"r2"}}}, nil, "c0->r2,c1->r2,peer->r2,p->r2,r2->p,r1->r2,r2->r1"},
+		{compiled{shape: ShapeClient}, []int{1}, "c1->p,c1->r1,c1->r2"},
+		{compiled{shape: ShapeReplication}, nil, "p->r1,r2->r1"},
+		{compiled{shape: ShapeReplication, Step: Step{Nodes: []string{"r2"}}}, nil, "r2->r1"},
+		{compiled{shape: ShapeLinks, Step: Step{Links: []string{"peer->p"}}}, nil, "peer->p"},
+	} {
+		links, err := w.resolveLinks(&tc.c, tc.clients)
+		if err != nil || strings.Join(links, ",") != tc.want {
+			t.Errorf("%s %v: %v, %v; want %s", tc.c.shape, tc.c.Nodes, links, err, tc.want)
+		}
+	}
+	if _, err := w.resolveLinks(&compiled{shape: ShapeReplication, Step: Step{Nodes: []string{"r1"}}}, nil); err == nil || !strings.Contains(err.Error(), "r1 is the primary now") {
+		t.Errorf("cutting the primary's replication: %v", err)
+	}
+	if _, err := w.resolveLinks(&compiled{shape: ShapeClient}, []int{2}); err == nil || !strings.Contains(err.Error(), "client 2 has no proxies") {
+		t.Errorf("a client without proxies: %v", err)
+	}
+}

@@ -1,0 +1,68 @@
+package reports
+
+import (
+	"encoding/json"
+	"io"
+	"time"
+
+	"github.com/tumbler-dev/tumbler/checker"
+)
+
+// Results is the content of results.json: the checker's result with the
+// run's metadata, for programs (CI, the matrix) rather than people.
+type Results struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Source      string          `json:"source,omitempty"`
+	Seed        int64           `json:"seed"`
+	Started     time.Time       `json:"started"`
+	Elapsed     time.Duration   `json:"elapsed_ns"`
+	Command     string          `json:"command,omitempty"`
+	TTL         time.Duration   `json:"ttl_ns"`
+	Params      []Param         `json:"params,omitempty"`
+	Interrupted bool            `json:"interrupted,omitempty"`
+	Verdict     checker.Verdict `json:"verdict"`
+	ExitCode    int             `json:"exit_code"`
+	// CheckError says why there is no result.
+	CheckError string `json:"check_error,omitempty"`
+	// Expected compares a catalog row's expectation with the verdict.
+	Expected *Comparison `json:"expected,omitempty"`
+	// Ops is the number of history records the report saw.
+	Ops    int             `json:"ops"`
+	Result *checker.Result `json:"result"`
+	// Plan is plan.json when it is valid JSON (it is also in its file).
+	Plan json.RawMessage `json:"plan,omitempty"`
+}
+
+// results gathers a run's Results.
+func results(r Run) Results {
+	out := Results{
+		Name: r.Name, Description: r.Description, Source: r.Source, Seed: r.Seed,
+		Started: r.Started, Elapsed: r.Elapsed, Command: r.Command, TTL: r.TTL, Params: r.Params,
+		Interrupted: r.Interrupted, Verdict: verdict(r), CheckError: r.CheckError,
+		Ops: len(r.Ops), Result: r.Result,
+	}
+	out.ExitCode = out.Verdict.ExitCode()
+	if r.Expected != nil {
+		c := r.Expected.Compare(r.Result)
+		out.Expected = &c
+	}
+	if json.Valid(r.Plan) {
+		out.Plan = r.Plan
+	}
+	return out
+}
+
+// verdict is the run's verdict: the checker's, or unknown when unchecked.
+func verdict(r Run) checker.Verdict {
+	if r.Result == nil {
+		return checker.Unknown
+	}
+	return r.Result.Verdict
+}
+
+func writeResults(w io.Writer, r Run) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(results(r))
+}

@@ -1,0 +1,95 @@
+package runner
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/lock"
+	"github.com/tumbler-dev/tumbler/lock/variants"
+	"github.com/tumbler-dev/tumbler/workloads"
+)
+
+// BuilderName is the workloads builder every run uses: it turns a client's
+// ClientLock into the locks that client takes.
+const BuilderName = "tumbler"
+
+func init() { workloads.RegisterBuilder(BuilderName, buildClientLocks) }
+
+// ClientLock is what one client needs to build its locks, as JSON so it can
+// travel to a worker process: the lock, and the client's own view of the
+// cluster (its proxies).
+type ClientLock struct {
+	Lock variants.Spec      `json:"lock"`
+	View cluster.ClientView `json:"view"`
+	// ReadTimeout of the client's Redis connections: a reply slower than
+	// this is an unknown outcome.
+	ReadTimeout time.Duration `json:"read_timeout"`
+}
+
+// clientLockSpec marshals the ClientLock of one client.
+func clientLockSpec(spec variants.Spec, view cluster.ClientView, readTimeout time.Duration) (json.RawMessage, error) {
+	return json.Marshal(ClientLock{Lock: spec, View: view, ReadTimeout: readTimeout})
+}
+
+// buildClientLocks makes one client's Redis connections (through its own
+// proxies) and a factory of its locks over them.
+func buildClientLocks(raw json.RawMessage) (workloads.Factory, func() error, error) {
+	var cl ClientLock
+	if err := json.Unmarshal(raw, &cl); err != nil {
+		return nil, nil, fmt.Errorf("client lock spec: %w", err)
+	}
+	if err := cl.Lock.Validate(); err != nil {
+		return nil, nil, err
+	}
+	if len(cl.View.Nodes) == 0 {
+		return nil, nil, errors.New("client lock spec: the client view lists no nodes")
+	}
+	tweak := func(o *redis.Options) {
+		if cl.ReadTimeout > 0 {
+			o.ReadTimeout, o.WriteTimeout = cl.ReadTimeout, cl.ReadTimeout
+		}
+	}
+	var clients []redis.UniversalClient
+	switch {
+	case cl.Lock.AllNodes():
+		for _, addr := range cl.View.AddrList() {
+			clients = append(clients, lock.NewClient(addr, tweak))
+		}
+	case len(cl.View.Sentinels) > 0:
+		clients = append(clients, failoverClient(cl.View, tweak))
+	default:
+		clients = append(clients, lock.NewClient(cl.View.AddrList()[0], tweak))
+	}
+	closeAll := func() error {
+		var errs []error
+		for _, c := range clients {
+			errs = append(errs, c.Close())
+		}
+		return errors.Join(errs...)
+	}
+	factory := func(key string, opts ...lock.Option) (lock.Locker, error) {
+		return variants.Build(cl.Lock, clients, key, opts...)
+	}
+	return factory, closeAll, nil
+}
+
+// failoverClient follows the Sentinels' primary through the client's own
+// proxies, with lock.NewClient's settings (no retries, explicit timeouts).
+func failoverClient(v cluster.ClientView, tweak func(*redis.Options)) *redis.Client {
+	base := lock.NewClient("", tweak)
+	defer base.Close()
+	o := base.Options()
+	fo := v.FailoverOptions()
+	fo.MaxRetries = o.MaxRetries
+	fo.DialTimeout, fo.ReadTimeout, fo.WriteTimeout = o.DialTimeout, o.ReadTimeout, o.WriteTimeout
+	fo.PoolSize = o.PoolSize
+	fo.DisableIdentity = o.DisableIdentity
+	fo.Protocol = o.Protocol
+	fo.DialerRetries = o.DialerRetries
+	return redis.NewFailoverClient(fo)
+}

@@ -1,0 +1,156 @@
+// Package scenarios is tumbler's catalog of documented failure modes
+// (SCENARIOS.md): each row is data — a run plan plus what the run must show
+// and where the failure mode is documented — embedded from catalog/*.json.
+// The same run engine executes every row; a user adds a row by writing the
+// same JSON to a file (Load).
+package scenarios
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/tumbler-dev/tumbler/reports"
+	"github.com/tumbler-dev/tumbler/runner"
+)
+
+// Scenario is one catalog row.
+type Scenario struct {
+	Name string `json:"name"`
+	// What happens, in the catalog's words.
+	What string `json:"what"`
+	// Source is where the failure mode is documented.
+	Source string `json:"source"`
+	// Expect is the verdict (and anomaly kind) the row must give.
+	Expect reports.Expectation `json:"expect"`
+	// NotReproduced, when set, says why this row does not (yet) give its
+	// expected verdict on every seed. Such a row is still listed and run,
+	// never hidden and never forced.
+	NotReproduced string `json:"not_reproduced,omitempty"`
+	// Plan is the run; its seed is replaced by the seed of each run.
+	Plan runner.Plan `json:"plan"`
+}
+
+//go:embed catalog/*.json
+var catalog embed.FS
+
+var all = mustLoadCatalog()
+
+func mustLoadCatalog() []Scenario {
+	entries, err := catalog.ReadDir("catalog")
+	if err != nil {
+		panic(err) // the directory is embedded at build time
+	}
+	var out []Scenario
+	for _, e := range entries {
+		b, err := catalog.ReadFile(path.Join("catalog", e.Name()))
+		if err != nil {
+			panic(err)
+		}
+		s, err := Parse(b, e.Name())
+		if err != nil {
+			// The catalog is part of the program; TestCatalogValid keeps it
+			// valid, so this is a build defect, not bad input.
+			panic(fmt.Sprintf("catalog row %s: %v", e.Name(), err))
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return order(out[i].Name) < order(out[j].Name) })
+	return out
+}
+
+// order keeps the catalog in SCENARIOS.md's order; rows not in it sort last.
+func order(name string) string {
+	for i, n := range tableOrder {
+		if n == name {
+			return fmt.Sprintf("%03d", i)
+		}
+	}
+	return "999" + name
+}
+
+var tableOrder = []string{
+	"single-baseline", "single-failover", "single-failover-wait", "single-failover-wait-lagging",
+	"single-restart-empty", "single-gc-pause", "fenced-gc-pause", "fenced-failover-token-reuse",
+	"single-client-partition", "redlock-minority-partition", "redlock-restart-empty",
+	"redlock-restart-delayed", "redlock-restart-aof-always", "redlock-clock-jump", "redlock-gc-pause",
+	"redlock-pause-during-acquire", "redislock-pause-during-acquire", "watchdog-long-section",
+	"watchdog-gc-pause", "reentrant-contention", "recipe-setnx-expire-crash", "recipe-setnx-del-slow",
+	"recipe-check-then-del", "recipe-getset-skew", "recipe-lua-timestamp-skew", "recipe-timer-renew",
+	"redsync-restart-empty", "redsync-setnx-on-extend",
+}
+
+// All returns every catalog row in the catalog's order.
+func All() []Scenario { return append([]Scenario(nil), all...) }
+
+// Names lists the rows' names in order.
+func Names() []string {
+	out := make([]string, len(all))
+	for i, s := range all {
+		out[i] = s.Name
+	}
+	return out
+}
+
+// Get returns the row called name, or an error listing the valid names.
+func Get(name string) (Scenario, error) {
+	for _, s := range all {
+		if s.Name == name {
+			return s, nil
+		}
+	}
+	return Scenario{}, fmt.Errorf("unknown scenario %q (valid: %s)", name, strings.Join(Names(), ", "))
+}
+
+// Load reads a row written by a user: the same JSON as the catalog's.
+func Load(file string) (Scenario, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return Scenario{}, err
+	}
+	return Parse(b, file)
+}
+
+// Parse decodes and validates a row; name says where it came from.
+func Parse(b []byte, name string) (Scenario, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var s Scenario
+	if err := dec.Decode(&s); err != nil {
+		return Scenario{}, fmt.Errorf("%s: %w", name, err)
+	}
+	if s.Name == "" {
+		return Scenario{}, fmt.Errorf("%s: the row has no name", name)
+	}
+	if err := s.Expect.Validate(); err != nil {
+		return Scenario{}, fmt.Errorf("%s: expect: %w", name, err)
+	}
+	p := s.PlanFor(s.Plan.Seed)
+	if err := p.Validate(); err != nil {
+		return Scenario{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return s, nil
+}
+
+// PlanFor is the row's plan with the given seed (and the row's name and
+// description), ready for runner.Run.
+func (s Scenario) PlanFor(seed int64) runner.Plan {
+	p := s.Plan
+	p.Seed = seed
+	p.Name = s.Name
+	if p.Description == "" {
+		p.Description = s.What
+	}
+	return p
+}
+
+// Expected is the row's expectation with the catalog's words.
+func (s Scenario) Expected() *reports.Expectation {
+	e := s.Expect
+	return &e
+}

@@ -1,0 +1,39 @@
+package workloads_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/tumbler-dev/tumbler/checker"
+	"github.com/tumbler-dev/tumbler/lock"
+	"github.com/tumbler-dev/tumbler/workloads"
+)
+
+// TestHistoriesMeetCheckerContract feeds workload histories to the
+// checkers: they must be accepted as well-formed, and a correct lock
+// without faults must be judged valid in both client modes.
+func TestHistoriesMeetCheckerContract(t *testing.T) {
+	for _, mode := range modes {
+		for _, kind := range []workloads.Kind{workloads.Mutex, workloads.Counter, workloads.FencedWrite} {
+			t.Run(string(mode)+"/"+string(kind), func(t *testing.T) {
+				e := newEnv(t)
+				const ttl = 2 * time.Second
+				cfg := mutexConfig(e, t, mode)
+				cfg.Kind, cfg.Keys = kind, 1
+				cfg.Lock.Spec = spec(t, testSpec{Addr: e.addr, TTL: ttl, Variant: "watchdog", Inner: "fenced"})
+				cfg.Retry = &lock.Strategy{Delay: time.Millisecond, Jitter: 2 * time.Millisecond}
+				cfg.TimeLimit = 500 * time.Millisecond
+				run(t, cfg, e.harness(t, kind == workloads.FencedWrite))
+				res, err := checker.Check(e.rec.snapshot(), checker.Config{
+					TTL: ttl, Fenced: kind == workloads.FencedWrite, Counter: kind == workloads.Counter,
+				})
+				if err != nil {
+					t.Fatalf("checker refused the history: %v", err)
+				}
+				if res.Verdict != checker.Valid {
+					t.Fatalf("verdict %s for a correct lock without faults: %+v", res.Verdict, res.Anomalies)
+				}
+			})
+		}
+	}
+}

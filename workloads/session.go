@@ -1,0 +1,487 @@
+package workloads
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/lock"
+)
+
+// errCrashed ends a session whose client crashed (in-process mode).
+var errCrashed = errors.New("client crashed")
+
+// sink is where a session's effects go: straight to the harness for an
+// in-process client, through the pipes for a worker process.
+type sink interface {
+	// record records a lock operation (or a crash, lost, extend) of the session.
+	record(op history.Op)
+	// apply sends a resource request (its invoke op) and returns the
+	// resource's outcome; the resource records both.
+	apply(ctx context.Context, invoke history.Op) (history.Op, error)
+	// crash ends the session as a crash: a worker process exits on the spot;
+	// an in-process client is muted and crash returns errCrashed.
+	crash(reason string) error
+	// dead reports whether the session has crashed.
+	dead() bool
+	// stepAction carries out the action armed (ArmStep) at step of the
+	// lock on key, if any, and disarms it. Its error is crash's.
+	stepAction(key, step string) error
+}
+
+// session is one incarnation of a client: one history process, from its
+// start to its stop or crash. The same code runs in-process and in a worker.
+type session struct {
+	cfg      Config
+	client   int
+	proc     history.Process
+	clock    *history.Clock
+	wall     *WallClock
+	out      sink
+	factory  Factory
+	deadline int64         // history ns: no cycle starts after it
+	ops      *atomic.Int64 // client operations invoked by this client, across sessions
+	crashes  *atomic.Int64 // crashes by Config.Crash, across sessions
+
+	rngMu sync.Mutex
+	rng   *rand.Rand
+
+	keys    []string
+	lockers map[string]lock.Locker
+	seq     int64 // fenced-write sequence number
+
+	leaseMu sync.Mutex
+	lease   lock.Lease // the held lease, as renewals last updated it
+}
+
+func newSession(cfg Config, client int, proc history.Process, clock *history.Clock, wall *WallClock, out sink, f Factory, deadline int64, ops, crashes *atomic.Int64) *session {
+	s := &session{
+		cfg: cfg, client: client, proc: proc, clock: clock, wall: wall, out: out, factory: f,
+		deadline: deadline, ops: ops, crashes: crashes,
+		rng:     rand.New(rand.NewPCG(cfg.Seed, uint64(proc))),
+		lockers: map[string]lock.Locker{},
+	}
+	for i := 0; i < cfg.Keys; i++ {
+		s.keys = append(s.keys, cfg.Key(i))
+	}
+	return s
+}
+
+// run repeats cycles until the time limit, the op limit, a crash or ctx.
+// It returns an error only when the client cannot work at all (a factory
+// that refuses the key); lock and resource failures are history, not errors.
+func (s *session) run(ctx context.Context) error {
+	start := time.Now()
+	var issued int64 // ops issued by this session, for the rate limit
+	for {
+		if ctx.Err() != nil || s.out.dead() || s.clock.Now() >= s.deadline {
+			return nil
+		}
+		if s.cfg.MaxOps > 0 && s.ops.Load() >= int64(s.cfg.MaxOps) {
+			return nil
+		}
+		if s.cfg.Rate > 0 && !s.sleepUntil(ctx, start.Add(time.Duration(float64(issued)/s.cfg.Rate*float64(time.Second)))) {
+			return nil
+		}
+		l, err := s.locker(s.keys[s.intn(len(s.keys))])
+		if err != nil {
+			return err
+		}
+		issued += s.cycle(ctx, l)
+		if s.out.dead() {
+			return errCrashed
+		}
+		if !s.sleepUntil(ctx, time.Now().Add(s.draw(s.cfg.Think))) {
+			return nil
+		}
+	}
+}
+
+func (s *session) locker(key string) (lock.Locker, error) {
+	if l := s.lockers[key]; l != nil {
+		return l, nil
+	}
+	// The hook is always there: a step can be armed at any time.
+	opts := []lock.Option{lock.WithRenewObserver(s.observer(key)), lock.WithWallClock(s.wall.Now), lock.WithHook(s.hook(key))}
+	if s.cfg.Retry != nil {
+		opts = append(opts, lock.WithRetry(*s.cfg.Retry))
+	}
+	l, err := s.factory(key, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("client %d: lock on %q: %w", s.client, key, err)
+	}
+	if l == nil {
+		return nil, fmt.Errorf("client %d: lock factory returned no lock for %q", s.client, key)
+	}
+	s.lockers[key] = l
+	return l, nil
+}
+
+// cycle is one acquire (Nest of them), critical section, release (as
+// many). It returns the number of operations it invoked.
+func (s *session) cycle(ctx context.Context, l lock.Locker) int64 {
+	key := l.Key()
+	var leases []lock.Lease // innermost last
+	defer s.setLease(lock.Lease{})
+	for len(leases) < s.cfg.Nest {
+		lease, ok := s.acquire(ctx, l)
+		if !ok {
+			break
+		}
+		leases = append(leases, lease)
+	}
+	n := int64(len(leases))
+	if len(leases) < s.cfg.Nest {
+		n++ // the acquire that failed
+	}
+	if len(leases) == 0 || s.out.dead() {
+		return n
+	}
+	if len(leases) == s.cfg.Nest {
+		if s.step(key, StepAfterAcquire) != nil {
+			return n
+		}
+		n += s.critical(ctx, l, leases[len(leases)-1].Lost)
+		if s.out.dead() || s.step(key, StepBeforeRelease) != nil {
+			return n
+		}
+	}
+	// Release even when ctx is done: a stopped client should not leave
+	// a lock it holds behind; OpTimeout keeps the stop prompt.
+	for i := len(leases) - 1; i >= 0; i-- {
+		held := leases[i]
+		if cur := s.currentLease(); cur.Value == held.Value {
+			held = cur // as renewals and extends left it
+		}
+		rel := s.invoke(history.Release, key, held)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.OpTimeout)
+		err := l.Release(rctx, held)
+		cancel()
+		s.complete(rel, err)
+		n++
+	}
+	return n
+}
+
+// acquire records one acquire and, if it succeeded, makes its lease the
+// current one.
+func (s *session) acquire(ctx context.Context, l lock.Locker) (lock.Lease, bool) {
+	inv := s.invoke(history.Acquire, l.Key(), lock.Lease{})
+	actx, cancel := context.WithTimeout(ctx, s.cfg.AcquireTimeout)
+	lease, err := l.Acquire(actx)
+	cancel()
+	if err != nil {
+		s.complete(inv, err)
+		return lock.Lease{}, false
+	}
+	ok := inv
+	ok.Type, ok.Value, ok.Token, ok.ValidUntil, ok.Time = history.OK, lease.Value, lease.Token, s.clock.Of(lease.ValidUntil), s.clock.Now()
+	s.out.record(ok)
+	s.setLease(lease)
+	return lease, true
+}
+
+// critical runs the workload's critical section and returns the number of
+// resource operations it invoked.
+func (s *session) critical(ctx context.Context, l lock.Locker, lost <-chan struct{}) int64 {
+	key := l.Key()
+	switch s.cfg.Kind {
+	case FencedWrite:
+		if !s.hold(ctx, l, lost) || !s.mayAct(lost) {
+			return 0
+		}
+		if s.step(key, StepBeforeWrite) != nil {
+			return 0
+		}
+		s.seq++
+		l := s.currentLease()
+		s.resource(ctx, history.Write, key, fmt.Sprintf("%d:%d:%d", s.client, l.Token, s.seq))
+		return 1
+	case Counter:
+		if !s.mayAct(lost) {
+			return 0
+		}
+		read, err := s.resource(ctx, history.Read, key, "")
+		if err != nil || read.Type != history.OK {
+			return 1
+		}
+		v, err := strconv.ParseInt(read.Value, 10, 64)
+		if err != nil {
+			return 1 // not a counter value: the history shows what was read
+		}
+		if !s.hold(ctx, l, lost) || !s.mayAct(lost) || s.step(key, StepBeforeWrite) != nil {
+			return 1
+		}
+		s.resource(ctx, history.Write, key, strconv.FormatInt(v+1, 10))
+		return 2
+	default:
+		s.hold(ctx, l, lost)
+		return 0
+	}
+}
+
+// hold sleeps for a Hold draw, extending the lease every ExtendEvery if
+// so configured. It returns false when cut short by ctx, by an extend that
+// did not succeed or, for a client that obeys it, by the lock's loss signal.
+func (s *session) hold(ctx context.Context, l lock.Locker, lost <-chan struct{}) bool {
+	if !s.cfg.ObeyLost {
+		lost = nil
+	}
+	t := time.NewTimer(s.draw(s.cfg.Hold))
+	defer t.Stop()
+	var extend <-chan time.Time
+	if s.cfg.ExtendEvery > 0 {
+		tick := time.NewTicker(s.cfg.ExtendEvery)
+		defer tick.Stop()
+		extend = tick.C
+	}
+	for {
+		select {
+		case <-t.C:
+			// An extend that fell due too (the client was stopped past
+			// both) runs first: a client that extends as it works extends
+			// before it acts, whatever order the timers fire in.
+			select {
+			case <-extend:
+				return s.extend(ctx, l)
+			default:
+			}
+			return true
+		case <-ctx.Done():
+			return false
+		case <-lost:
+			return false
+		case <-extend:
+			if !s.extend(ctx, l) {
+				return false
+			}
+		}
+	}
+}
+
+// extend is the client's own extend of its current lease, recorded.
+func (s *session) extend(ctx context.Context, l lock.Locker) bool {
+	held := s.currentLease()
+	inv := s.newOp(history.Invoke, history.Extend, l.Key(), held)
+	inv.ValidUntil = 0
+	s.out.record(inv)
+	ectx, cancel := context.WithTimeout(ctx, s.cfg.OpTimeout)
+	next, err := l.Extend(ectx, held)
+	cancel()
+	if err != nil {
+		s.complete(inv, err)
+		return false
+	}
+	ok := inv
+	ok.Type, ok.ValidUntil, ok.Time = history.OK, s.clock.Of(next.ValidUntil), s.clock.Now()
+	if next.Token != 0 {
+		ok.Token = next.Token
+	}
+	s.out.record(ok)
+	s.renewed(next)
+	return true
+}
+
+// mayAct is the client's own judgement before touching the resource.
+func (s *session) mayAct(lost <-chan struct{}) bool {
+	if s.out.dead() {
+		return false
+	}
+	if s.cfg.ObeyLost && closed(lost) {
+		return false
+	}
+	return !s.cfg.CheckValidity || s.currentLease().Valid(time.Now())
+}
+
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// resource sends a read or write to the resource under the current lease.
+func (s *session) resource(ctx context.Context, f, key, value string) (history.Op, error) {
+	inv := s.newOp(history.Invoke, f, key, s.currentLease())
+	inv.Value = value
+	s.ops.Add(1)
+	rctx, cancel := context.WithTimeout(ctx, s.cfg.OpTimeout)
+	defer cancel()
+	return s.out.apply(rctx, inv)
+}
+
+// newOp stamps an op of this session now; lease fills Token and ValidUntil.
+func (s *session) newOp(t history.Type, f, key string, lease lock.Lease) history.Op {
+	op := history.Op{Process: s.proc, Client: s.client, Type: t, F: f, Key: key, Value: lease.Value, Token: lease.Token}
+	if !lease.ValidUntil.IsZero() {
+		op.ValidUntil = s.clock.Of(lease.ValidUntil)
+	}
+	op.Time = s.clock.Now()
+	return op
+}
+
+// invoke records the invocation of a client lock operation.
+func (s *session) invoke(f, key string, lease lock.Lease) history.Op {
+	op := s.newOp(history.Invoke, f, key, lease)
+	op.ValidUntil = 0
+	s.ops.Add(1)
+	s.out.record(op)
+	return op
+}
+
+// complete records how a lock operation ended.
+func (s *session) complete(inv history.Op, err error) {
+	op := inv
+	op.Type, op.Time = outcome(err), s.clock.Now()
+	if err != nil {
+		op.Error = err.Error()
+	}
+	s.out.record(op)
+}
+
+// outcome maps a lock error to the op type: definite failures are fail,
+// everything else (ErrUnknown, and any error the lock did not classify)
+// is info, since the command may have run.
+func outcome(err error) history.Type {
+	switch {
+	case err == nil:
+		return history.OK
+	case errors.Is(err, lock.ErrNotObtained), errors.Is(err, lock.ErrNotHeld):
+		return history.Fail
+	default:
+		return history.Info
+	}
+}
+
+// observer turns a lock's background renewals into history ops.
+func (s *session) observer(key string) func(lock.RenewEvent) {
+	return func(ev lock.RenewEvent) {
+		if ev.Lease.Key == "" {
+			ev.Lease.Key = key
+		}
+		op := s.newOp(history.Invoke, history.Extend, ev.Lease.Key, ev.Lease)
+		op.ValidUntil = 0
+		if !ev.Time.IsZero() {
+			op.Time = s.clock.Of(ev.Time)
+		}
+		if ev.Err != nil {
+			op.Error = ev.Err.Error()
+		}
+		switch ev.Phase {
+		case "invoke":
+		case "ok":
+			op.Type, op.ValidUntil = history.OK, s.clock.Of(ev.Lease.ValidUntil)
+			s.renewed(ev.Lease)
+		case "fail":
+			op.Type = history.Fail
+		case "info":
+			op.Type = history.Info
+		case "lost":
+			op.Type, op.F = history.Info, history.Lost
+		default:
+			op.Type = history.Info
+			op.Error = fmt.Sprintf("lock reported unknown renewal phase %q: %s", ev.Phase, op.Error)
+		}
+		s.out.record(op)
+	}
+}
+
+// hook is the client's lock.StepHook for the lock on key.
+func (s *session) hook(key string) lock.StepHook {
+	return func(_ context.Context, step string) error { return s.step(key, step) }
+}
+
+// step is where an armed action or Config.Crash hits the client; an error
+// (a crash, in-process) aborts the lock operation or the cycle.
+func (s *session) step(key, step string) error {
+	if err := s.out.stepAction(key, step); err != nil {
+		return err
+	}
+	c := s.cfg.Crash
+	if c == nil || step != c.Step {
+		return nil
+	}
+	if c.Limit > 0 && s.crashes.Load() >= int64(c.Limit) {
+		return nil
+	}
+	if c.Probability < 1 && s.float() >= c.Probability {
+		return nil
+	}
+	s.crashes.Add(1)
+	return s.out.crash(crashReason(step, false))
+}
+
+func (s *session) setLease(l lock.Lease) {
+	s.leaseMu.Lock()
+	s.lease = l
+	s.leaseMu.Unlock()
+}
+
+// renewed takes a renewal's new validity if it renews the held lease.
+func (s *session) renewed(l lock.Lease) {
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
+	if s.lease.Value == "" || s.lease.Value != l.Value {
+		return
+	}
+	lost := s.lease.Lost
+	s.lease = l
+	if s.lease.Lost == nil {
+		s.lease.Lost = lost
+	}
+}
+
+func (s *session) currentLease() lock.Lease {
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
+	return s.lease
+}
+
+// sleepUntil waits until t, ctx or the time limit, whichever is first. It
+// returns false if the client should stop instead of going on.
+func (s *session) sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	if left := time.Duration(s.deadline - s.clock.Now()); d >= left {
+		return false
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (s *session) draw(r Range) time.Duration {
+	if r.Max <= r.Min {
+		return r.Min
+	}
+	s.rngMu.Lock()
+	defer s.rngMu.Unlock()
+	return r.Min + time.Duration(s.rng.Int64N(int64(r.Max-r.Min)+1))
+}
+
+func (s *session) intn(n int) int {
+	s.rngMu.Lock()
+	defer s.rngMu.Unlock()
+	return s.rng.IntN(n)
+}
+
+func (s *session) float() float64 {
+	s.rngMu.Lock()
+	defer s.rngMu.Unlock()
+	return s.rng.Float64()
+}
