@@ -232,6 +232,13 @@ type FaultWindow struct {
 	Effect  int64 `json:"effect_end"`
 	StartOp int64 `json:"start_op"`
 	StopOp  int64 `json:"stop_op"` // -1 when never stopped
+	// Skipped: the nemesis recorded the fault as never taking effect (its
+	// target or triggering event did not come).
+	Skipped bool `json:"skipped,omitempty"`
+	// Fired counts the pauses and crashes of its target clients that began
+	// while it was active: for a fault that arms a lock step, how often the
+	// step was reached (0 means the armed client never got there).
+	Fired int `json:"fired,omitempty"`
 }
 
 // Attempts counts acquire outcomes in a time window.

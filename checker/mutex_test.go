@@ -225,8 +225,40 @@ func TestPauseOutlastingItsFault(t *testing.T) {
 	if !slices.Equal(dg.Faults, []string{"f1"}) || !strings.Contains(dg.Explanation, "the client pause it caused lasting until 4.950 s") {
 		t.Fatalf("double grant %+v: want it tied to f1 through the pause it caused", dg)
 	}
-	if w := res.Faults[0]; w.Stop != ns(4500) || w.Effect != ns(4950) {
-		t.Fatalf("fault window %+v: want stop 4.5 s, effect until 4.95 s", w)
+	if w := res.Faults[0]; w.Stop != ns(4500) || w.Effect != ns(4950) || w.Fired != 1 || w.Skipped {
+		t.Fatalf("fault window %+v: want stop 4.5 s, effect until 4.95 s, fired once, not skipped", w)
+	}
+}
+
+// A valid verdict under a fault means something only if the fault did
+// something: the windows say whether the nemesis skipped a step and how
+// often an armed step was reached (a crash counts as well as a pause).
+func TestFaultWindowSkippedAndFired(t *testing.T) {
+	armed := fault("f1", "step-pause", "arm client 0", 500, 2000)
+	armed[0].Fault.Targets = []string{"client:0"}
+	crash := fault("f2", "step-crash", "arm client 1", 500, 2000)
+	crash[0].Fault.Targets = []string{"client:1"}
+	skipped := fault("f3", "restart", "restart n1 empty", 2500, 2500)
+	skipped[0].Type, skipped[1].Type = h.Fail, h.Fail
+	ops := build(
+		armed, crash, skipped,
+		single(0, h.Pause, "k", 2100), single(0, h.Pause, "k", 2200), // after f1 was disarmed
+		single(1, h.Crash, "k", 1500),
+		acq(2, "k", 100, 101, h.OK, vu(400)), rel(2, "k", 200, 201, h.OK),
+	)
+	res := check(t, ops, Config{})
+	got := map[string]FaultWindow{}
+	for _, w := range res.Faults {
+		got[w.ID] = w
+	}
+	if w := got["f1"]; w.Fired != 0 || w.Skipped {
+		t.Errorf("f1 %+v: its client paused only after it was disarmed; want fired 0", w)
+	}
+	if w := got["f2"]; w.Fired != 1 || w.Skipped {
+		t.Errorf("f2 %+v: want fired 1 (the crash)", w)
+	}
+	if w := got["f3"]; !w.Skipped {
+		t.Errorf("f3 %+v: recorded with type fail, want skipped", w)
 	}
 }
 

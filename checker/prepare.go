@@ -133,6 +133,7 @@ func prepare(ops []history.Op, cfg Config) (*prepared, error) {
 			}
 			if o.F == history.Start && o.Time < fw.Start {
 				fw.Start, fw.StartOp = o.Time, o.Index
+				fw.Skipped = o.Type == history.Fail
 			}
 			if o.F == history.Stop && o.Time >= fw.Stop {
 				fw.Stop, fw.StopOp, fw.Healed = o.Time, o.Index, true
@@ -241,12 +242,20 @@ func prepare(ops []history.Op, cfg Config) (*prepared, error) {
 			if err != nil || !strings.HasPrefix(t, "client:") {
 				continue
 			}
-			if from, open := pauseOpen[c]; open && from >= fw.Start && from <= fw.Stop {
+			during := func(t int64) bool { return t >= fw.Start && t <= fw.Stop }
+			if from, open := pauseOpen[c]; open && during(from) {
 				fw.Effect = p.end // stopped until the end of the history
+				fw.Fired++
 			}
 			for _, ps := range pauses[c] {
-				if ps.from >= fw.Start && ps.from <= fw.Stop {
+				if during(ps.from) {
 					fw.Effect = max(fw.Effect, ps.to)
+					fw.Fired++
+				}
+			}
+			for _, e := range p.events {
+				if e.f == history.Crash && e.client == c && during(e.time) {
+					fw.Fired++
 				}
 			}
 		}

@@ -18,6 +18,8 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
+
+	"github.com/tumbler-dev/tumbler/internal/wait"
 )
 
 // Spec is what Start builds.
@@ -329,7 +331,7 @@ func (c *Cluster) wire(ctx context.Context) error {
 			if time.Now().After(deadline) {
 				return fmt.Errorf("replica %s never linked to %s: %v%s", name, c.primary, err, tailOf(c.prov.LogFile(name)))
 			}
-			if err := sleep(ctx, 5*time.Millisecond); err != nil {
+			if err := wait.For(ctx, 5*time.Millisecond); err != nil {
 				return err
 			}
 		}
@@ -608,7 +610,7 @@ func (c *Cluster) Restart(ctx context.Context, name string, o RestartOptions) er
 	if err := c.Kill(name); err != nil {
 		return err
 	}
-	if err := sleep(ctx, o.Delay); err != nil {
+	if err := wait.For(ctx, o.Delay); err != nil {
 		return fmt.Errorf("restart %s: %w", name, err)
 	}
 	n.mu.Lock()
@@ -736,20 +738,6 @@ func (c *Cluster) Up(name string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.up
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 func tailOf(path string) string {

@@ -75,15 +75,11 @@ type DockerProvider struct {
 // dctr is one process: its Redis container, and the sandbox container
 // that holds its network namespace (see DockerProvider).
 type dctr struct {
-	name    string
-	mu      sync.Mutex // serialises Start, Kill, Pause, Resume on this process
+	served
 	sandbox string     // the sandbox container, "" until the first start
 	ip      netip.Addr // the sandbox's, on the provider's network
 	port    int
-	dir     string
-	log     string
 	id      string // the current Redis container, "" if none
-	clk     *clockFile
 }
 
 type tcLogger func(format string, args ...any)
@@ -221,7 +217,7 @@ func (d *DockerProvider) Start(ctx context.Context, s ProcSpec) (string, error) 
 		if s.Sentinel {
 			port = dockerSentinelPort
 		}
-		c = &dctr{name: s.Name, port: port, dir: dir}
+		c = &dctr{served: served{name: s.Name, dir: dir}, port: port}
 		d.ctrs[s.Name] = c
 	}
 	d.mu.Unlock()
@@ -493,13 +489,7 @@ func (d *DockerProvider) SetClock(name string, offset time.Duration) error {
 	if err != nil {
 		return err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.clk == nil {
-		return fmt.Errorf("set clock of %s: started without the clock shim", name)
-	}
-	c.clk.set(offset)
-	return nil
+	return c.setClock(offset)
 }
 
 // LogFile implements Provider: the log is in the bind-mounted directory.
@@ -508,9 +498,7 @@ func (d *DockerProvider) LogFile(name string) string {
 	if err != nil {
 		return ""
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.log
+	return c.logFile()
 }
 
 // Pid is the host pid of the process in a running container, 0 if none.

@@ -24,6 +24,8 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/tumbler-dev/tumbler/internal/wait"
 )
 
 // OfficialRedisImage is the image to use where the tumbler image cannot be
@@ -340,7 +342,7 @@ func lockFile(ctx context.Context, path string) (unlock func(), err error) {
 		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
 			return func() { _ = f.Close() }, nil
 		}
-		if err := sleep(ctx, 200*time.Millisecond); err != nil {
+		if err := wait.For(ctx, 200*time.Millisecond); err != nil {
 			_ = f.Close()
 			return nil, fmt.Errorf("waiting for another build (lock %s): %w", path, err)
 		}

@@ -34,12 +34,8 @@ type ProcessProvider struct {
 }
 
 type proc struct {
-	name string
-	mu   sync.Mutex // serialises Start, Kill, Pause, Resume on this process
+	served
 	port *portLock
-	dir  string
-	log  string
-	clk  *clockFile
 
 	cmd    *exec.Cmd
 	done   chan struct{} // closed when cmd has exited and been waited for
@@ -88,7 +84,7 @@ func (p *ProcessProvider) Start(ctx context.Context, s ProcSpec) (string, error)
 	}
 	pr := p.procs[s.Name]
 	if pr == nil {
-		pr = &proc{name: s.Name, dir: s.Dir}
+		pr = &proc{served: served{name: s.Name, dir: s.Dir}}
 		p.procs[s.Name] = pr
 	}
 	p.mu.Unlock()
@@ -320,13 +316,7 @@ func (p *ProcessProvider) SetClock(name string, offset time.Duration) error {
 	if err != nil {
 		return err
 	}
-	pr.mu.Lock()
-	defer pr.mu.Unlock()
-	if pr.clk == nil {
-		return fmt.Errorf("set clock of %s: started without the clock shim", name)
-	}
-	pr.clk.set(offset)
-	return nil
+	return pr.setClock(offset)
 }
 
 // LogFile implements Provider.
@@ -335,9 +325,7 @@ func (p *ProcessProvider) LogFile(name string) string {
 	if err != nil {
 		return ""
 	}
-	pr.mu.Lock()
-	defer pr.mu.Unlock()
-	return pr.log
+	return pr.logFile()
 }
 
 // Pid is the process id of a running process, 0 if it is not running.

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/tumbler-dev/tumbler/internal/wait"
 )
 
 // sentinelQuorum is how many Sentinels must agree that the primary is down.
@@ -76,7 +78,7 @@ func (c *Cluster) waitSentinels(ctx context.Context) error {
 				return fmt.Errorf("sentinel %s did not see %d replicas and %d other sentinels in time (last: %v, %v)%s",
 					name, c.topo.N, SentinelCount-1, m, err, tailOf(c.prov.LogFile(name)))
 			}
-			if err := sleep(ctx, 10*time.Millisecond); err != nil {
+			if err := wait.For(ctx, 10*time.Millisecond); err != nil {
 				return err
 			}
 		}
@@ -223,7 +225,7 @@ func (c *Cluster) WaitFailover(ctx context.Context, from string) (string, error)
 				return p, c.follow(ctx, p)
 			}
 		}
-		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+		if err := wait.For(ctx, 50*time.Millisecond); err != nil {
 			return "", fmt.Errorf("wait for failover from %s: %w (sentinels say %v)", from, err, views)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/tumbler-dev/tumbler/internal/wait"
 )
 
 // Strategy decides how Acquire behaves when the lock is held by someone else.
@@ -43,12 +45,8 @@ func Retry(ctx context.Context, s Strategy, attempt func(context.Context) (Lease
 		if s.Jitter > 0 {
 			d += rand.N(s.Jitter)
 		}
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return Lease{}, fmt.Errorf("%w (gave up after %d attempts: %w)", err, n, ctx.Err())
-		case <-t.C:
+		if werr := wait.For(ctx, d); werr != nil {
+			return Lease{}, fmt.Errorf("%w (gave up after %d attempts: %w)", err, n, werr)
 		}
 	}
 }

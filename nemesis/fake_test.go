@@ -12,6 +12,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/internal/wait"
 )
 
 // fakeCluster records every control call and keeps the state the calls
@@ -174,7 +175,7 @@ func (f *fakeCluster) Restart(ctx context.Context, name string, o cluster.Restar
 	if err != nil {
 		return err
 	}
-	if err := sleep(ctx, o.Delay); err != nil {
+	if err := wait.For(ctx, o.Delay); err != nil {
 		return err
 	}
 	return f.start(ctx, name)
@@ -233,7 +234,7 @@ func (f *fakeCluster) SentinelFailover(context.Context) error {
 }
 
 func (f *fakeCluster) WaitFailover(ctx context.Context, from string) (string, error) {
-	if err := sleep(ctx, 50*time.Millisecond); err != nil {
+	if err := wait.For(ctx, 50*time.Millisecond); err != nil {
 		return "", err
 	}
 	f.mu.Lock()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/internal/wait"
 )
 
 // apply starts step i's fault. It registers each undo as soon as the part
@@ -234,7 +235,7 @@ func (r *runner) applyKill(i int) error {
 		st.settling = true
 		up, delay := st.slow, c.delay
 		r.async(func(ctx context.Context) event {
-			err := sleep(ctx, delay)
+			err := wait.For(ctx, delay)
 			if err == nil {
 				err = up(ctx)
 			}
@@ -361,7 +362,7 @@ func (r *runner) applyFailover(i int) error {
 				return event{kind: evApplied, step: i, err: err}
 			}
 		}
-		if err := sleep(ctx, c.lag); err != nil {
+		if err := wait.For(ctx, c.lag); err != nil {
 			return event{kind: evApplied, step: i, err: err}
 		}
 		t0 := time.Now()
@@ -409,20 +410,6 @@ func setShare[T comparable](shares map[T]map[int]time.Duration, target T, i int,
 		sum += v
 	}
 	return sum
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // plannedFault is the fault record of a step before its targets are

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/checker"
+	"github.com/tumbler-dev/tumbler/nemesis"
 	"github.com/tumbler-dev/tumbler/reports"
 	"github.com/tumbler-dev/tumbler/runner"
 )
@@ -48,7 +49,9 @@ func Reproduce(ctx context.Context, s Scenario, seed int64, opts runner.Options)
 // Judge judges one run of row s (out and err as runner.Run returned them):
 // matched when the checker's result meets the row's expectation
 // (reports.Expectation.Compare), the run was neither interrupted nor
-// failed, and it took at most MaxRunTime.
+// failed, it took at most MaxRunTime, an invalid row's anomaly names one of
+// the row's faults, and every fault took effect (none skipped, every armed
+// lock step reached).
 func Judge(s Scenario, seed int64, out *runner.Outcome, err error) Judgement {
 	j := Judgement{SeedResult: reports.SeedResult{Seed: seed, FirstAnomaly: -1}}
 	var res *checker.Result
@@ -86,8 +89,29 @@ func Judge(s Scenario, seed int64, out *runner.Outcome, err error) Judgement {
 		// with faults, the anomaly must be tied to one.
 		j.Matched = false
 		j.Why = "the anomaly names no fault, though the row injects some: " + j.Why
+	case j.Matched && res != nil:
+		// A verdict under faults that did nothing shows nothing: above all
+		// a valid one, which would hold trivially.
+		if idle := idleFault(res.Faults); idle != "" {
+			j.Matched = false
+			j.Why = idle + ", so the run does not show the row: " + j.Why
+		}
 	}
 	return j
+}
+
+// idleFault names a fault that never took effect: skipped by the nemesis,
+// or an armed lock step that no client reached while it was armed.
+func idleFault(faults []checker.FaultWindow) string {
+	for _, f := range faults {
+		switch {
+		case f.Skipped:
+			return fmt.Sprintf("fault %s (%s) was skipped", f.ID, f.Desc)
+		case (f.Kind == string(nemesis.StepPause) || f.Kind == string(nemesis.StepCrash)) && f.Fired == 0:
+			return fmt.Sprintf("fault %s (%s) armed a step no client reached", f.ID, f.Desc)
+		}
+	}
+	return ""
 }
 
 // MatrixProgress reports a run of a matrix as it starts (Result nil) and

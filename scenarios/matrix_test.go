@@ -76,6 +76,25 @@ func TestJudge(t *testing.T) {
 	if j := Judge(withFaults, 4, out, nil); !j.Matched {
 		t.Fatalf("an anomaly tied to its fault: %+v", j)
 	}
+	// A valid row whose fault did nothing shows nothing.
+	validRow := Scenario{Name: "vrow", Expect: reports.Expectation{Verdict: checker.Valid}}
+	validRow.Plan.Faults = []nemesis.Step{{Fault: nemesis.StepPause, Clients: []int{0}}}
+	for name, tc := range map[string]struct {
+		w    checker.FaultWindow
+		want string // "" for a match
+	}{
+		"fired":   {checker.FaultWindow{ID: "f1", Kind: string(nemesis.StepPause), Fired: 1}, ""},
+		"unfired": {checker.FaultWindow{ID: "f1", Kind: string(nemesis.StepPause), Desc: "arm client 0"}, "f1 (arm client 0) armed a step no client reached"},
+		"skipped": {checker.FaultWindow{ID: "f1", Kind: string(nemesis.Restart), Desc: "restart n1", Skipped: true}, "f1 (restart n1) was skipped"},
+	} {
+		run := *out
+		run.Result = &checker.Result{Verdict: checker.Valid, Faults: []checker.FaultWindow{tc.w}}
+		j := Judge(validRow, 4, &run, nil)
+		if j.Matched != (tc.want == "") || !strings.Contains(j.Why, tc.want) {
+			t.Errorf("%s: matched %v, why %q; want %q", name, j.Matched, j.Why, tc.want)
+		}
+	}
+
 	s.NotReproduced = "flaky on 2 of 10 seeds"
 	if d := Describe(s, j); !strings.Contains(d, "not reproduced: flaky") {
 		t.Fatalf("Describe of a row known not to reproduce: %q", d)

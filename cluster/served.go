@@ -1,0 +1,33 @@
+package cluster
+
+import (
+	"fmt"
+	"sync"
+	"time"
+)
+
+// served is what a provider keeps of one process whatever runs it (a host
+// process or a container): the parts SetClock and LogFile need.
+type served struct {
+	name string
+	mu   sync.Mutex // serialises Start, Kill, Pause, Resume on this process
+	dir  string
+	log  string
+	clk  *clockFile
+}
+
+func (s *served) setClock(offset time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.clk == nil {
+		return fmt.Errorf("set clock of %s: started without the clock shim", s.name)
+	}
+	s.clk.set(offset)
+	return nil
+}
+
+func (s *served) logFile() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.log
+}
