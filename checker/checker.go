@@ -235,10 +235,25 @@ type FaultWindow struct {
 	// Skipped: the nemesis recorded the fault as never taking effect (its
 	// target or triggering event did not come).
 	Skipped bool `json:"skipped,omitempty"`
+	// Arms: the fault arms a lock step (history.Fault.Arms).
+	Arms bool `json:"arms,omitempty"`
 	// Fired counts the pauses and crashes of its target clients that began
 	// while it was active: for a fault that arms a lock step, how often the
 	// step was reached (0 means the armed client never got there).
 	Fired int `json:"fired,omitempty"`
+}
+
+// Idle says why the fault did nothing, or "" when it took effect: the
+// nemesis skipped it, or it armed a lock step no client reached while armed.
+// A verdict under an idle fault says nothing about that fault.
+func (f FaultWindow) Idle() string {
+	switch {
+	case f.Skipped:
+		return "skipped: it never took effect"
+	case f.Arms && f.Fired == 0:
+		return "no client reached the armed step"
+	}
+	return ""
 }
 
 // Attempts counts acquire outcomes in a time window.

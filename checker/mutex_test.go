@@ -235,9 +235,9 @@ func TestPauseOutlastingItsFault(t *testing.T) {
 // often an armed step was reached (a crash counts as well as a pause).
 func TestFaultWindowSkippedAndFired(t *testing.T) {
 	armed := fault("f1", "step-pause", "arm client 0", 500, 2000)
-	armed[0].Fault.Targets = []string{"client:0"}
+	armed[0].Fault.Targets, armed[0].Fault.Arms = []string{"client:0"}, true
 	crash := fault("f2", "step-crash", "arm client 1", 500, 2000)
-	crash[0].Fault.Targets = []string{"client:1"}
+	crash[0].Fault.Targets, crash[0].Fault.Arms = []string{"client:1"}, true
 	skipped := fault("f3", "restart", "restart n1 empty", 2500, 2500)
 	skipped[0].Type, skipped[1].Type = h.Fail, h.Fail
 	ops := build(
@@ -251,14 +251,14 @@ func TestFaultWindowSkippedAndFired(t *testing.T) {
 	for _, w := range res.Faults {
 		got[w.ID] = w
 	}
-	if w := got["f1"]; w.Fired != 0 || w.Skipped {
-		t.Errorf("f1 %+v: its client paused only after it was disarmed; want fired 0", w)
+	if w := got["f1"]; w.Fired != 0 || w.Skipped || w.Idle() == "" {
+		t.Errorf("f1 %+v: its client paused only after it was disarmed; want fired 0, idle", w)
 	}
-	if w := got["f2"]; w.Fired != 1 || w.Skipped {
-		t.Errorf("f2 %+v: want fired 1 (the crash)", w)
+	if w := got["f2"]; w.Fired != 1 || w.Skipped || w.Idle() != "" {
+		t.Errorf("f2 %+v: want fired 1 (the crash), not idle", w)
 	}
-	if w := got["f3"]; !w.Skipped {
-		t.Errorf("f3 %+v: recorded with type fail, want skipped", w)
+	if w := got["f3"]; !w.Skipped || w.Idle() == "" {
+		t.Errorf("f3 %+v: recorded with type fail, want skipped, idle", w)
 	}
 }
 
@@ -300,5 +300,24 @@ func TestHolds(t *testing.T) {
 	}
 	if _, err := Holds(append(ops, h.Op{Index: 99, Process: 1, Type: h.OK, F: h.Release, Key: "k", Time: ns(700)}), Config{}); err == nil || !strings.Contains(err.Error(), "no pending invoke") {
 		t.Fatalf("Holds of a broken history: %v, want Check's error", err)
+	}
+}
+
+// FaultWindows pairs fault records even in a history Check would reject,
+// so that a report can still show them.
+func TestFaultWindowsOfARejectedHistory(t *testing.T) {
+	skipped := fault("f2", "restart", "restart n1", 300, 300)
+	skipped[0].Type, skipped[1].Type = h.Fail, h.Fail
+	ops := build(
+		fault("f1", "partition", "cut n1", 100, -1), // never stopped
+		skipped,
+		acq(1, "k", 900, 800, h.OK, vu(2000)), // returns before its invoke: Check refuses
+	)
+	if _, err := Check(ops, Config{}); err == nil {
+		t.Fatal("Check accepted an op that returns before its invoke")
+	}
+	ws := FaultWindows(ops)
+	if len(ws) != 2 || ws[0].ID != "f1" || ws[0].Healed || ws[0].Stop != ns(900) || ws[1].ID != "f2" || !ws[1].Skipped || ws[1].Idle() == "" {
+		t.Fatalf("windows %+v: want f1 lasting to the last op (0.9 s), then f2 skipped", ws)
 	}
 }

@@ -105,6 +105,9 @@ type Fault struct {
 	Targets []string `json:"targets,omitempty"`
 	// Desc is one human sentence ("cut n1,n2 from every client (blackhole)").
 	Desc string `json:"desc"`
+	// Arms: the fault arms a lock step and acts only if a target client
+	// reaches that step while it is armed (a step-pause, a step-crash).
+	Arms bool `json:"arms,omitempty"`
 }
 
 // IsNemesis reports whether op is a fault event.

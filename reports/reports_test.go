@@ -248,6 +248,12 @@ func TestDegenerateRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	skippedFault := []history.Op{fault(0, history.Start, "f1", 1e8), fault(1, history.Stop, "f1", 1e8)}
+	skippedFault[0].Type, skippedFault[1].Type = history.Fail, history.Fail
+	resSkipped, err := checker.Check(skippedFault, checker.Config{TTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
 	contention := corpusRun(t, filepath.Join("..", "checker", "testdata", "clean-contention.jsonl")).Ops
 	unknownRes, err := checker.Check(contention, checker.Config{TTL: time.Second, LinearizabilityMemory: 1})
 	if err != nil {
@@ -268,6 +274,8 @@ func TestDegenerateRuns(t *testing.T) {
 		{"no ops checked", Run{Name: "empty-checked", Result: mustCheck(t, nil)}, "VALID", []string{"No anomaly"}, ""},
 		{"only faults", Run{Name: "faults", Ops: onlyFaults, Result: resFaults}, "VALID",
 			[]string{"cut <n1> & friends", "never stopped", "f2"}, ""},
+		{"skipped fault", Run{Name: "skipped", Ops: skippedFault, Result: resSkipped}, "VALID",
+			[]string{"idle: skipped: it never took effect"}, ""},
 		{"unknown verdict", Run{Name: "unknown", Ops: contention, Result: unknownRes}, "UNKNOWN",
 			[]string{"porcupine would need"}, "could not decide"},
 		{"unchecked with a reason", Run{Name: "broken", Ops: onlyFaults, CheckError: "op 3: completed before its invoke"}, "UNKNOWN",

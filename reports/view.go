@@ -1,10 +1,6 @@
 package reports
 
 import (
-	"cmp"
-	"math"
-	"slices"
-
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/history"
 )
@@ -33,7 +29,7 @@ func newView(r Run) *view {
 		v.end = max(v.end, r.Result.End)
 		v.faults = r.Result.Faults
 	} else {
-		v.faults = faultWindows(r.Ops)
+		v.faults = checker.FaultWindows(r.Ops)
 	}
 	for _, f := range v.faults {
 		v.end = max(v.end, f.Stop)
@@ -48,46 +44,4 @@ func (v *view) op(i int64) (history.Op, bool) {
 		return history.Op{}, false
 	}
 	return v.run.Ops[p], true
-}
-
-// faultWindows pairs the nemesis records when the checker could not (it
-// rejected the history): the report still shows what was injected when.
-func faultWindows(ops []history.Op) []checker.FaultWindow {
-	var end int64
-	for _, o := range ops {
-		end = max(end, o.Time)
-	}
-	byID := map[string]*checker.FaultWindow{}
-	var order []string
-	for _, o := range ops {
-		if !o.IsNemesis() || o.Fault == nil || (o.F != history.Start && o.F != history.Stop) {
-			continue
-		}
-		fw := byID[o.Fault.ID]
-		if fw == nil {
-			fw = &checker.FaultWindow{ID: o.Fault.ID, Kind: o.Fault.Kind, Targets: o.Fault.Targets, Desc: o.Fault.Desc,
-				Start: math.MaxInt64, Stop: -1, StartOp: -1, StopOp: -1}
-			byID[o.Fault.ID] = fw
-			order = append(order, o.Fault.ID)
-		}
-		if o.F == history.Start && o.Time < fw.Start {
-			fw.Start, fw.StartOp = o.Time, o.Index
-		}
-		if o.F == history.Stop && o.Time >= fw.Stop {
-			fw.Stop, fw.StopOp, fw.Healed = o.Time, o.Index, true
-		}
-	}
-	var out []checker.FaultWindow
-	for _, id := range order {
-		fw := *byID[id]
-		if fw.StartOp < 0 {
-			fw.Start = fw.Stop
-		}
-		if !fw.Healed {
-			fw.Stop = end
-		}
-		out = append(out, fw)
-	}
-	slices.SortStableFunc(out, func(a, b checker.FaultWindow) int { return cmp.Compare(a.Start, b.Start) })
-	return out
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/checker"
-	"github.com/tumbler-dev/tumbler/nemesis"
 	"github.com/tumbler-dev/tumbler/reports"
 	"github.com/tumbler-dev/tumbler/runner"
 )
@@ -100,15 +99,11 @@ func Judge(s Scenario, seed int64, out *runner.Outcome, err error) Judgement {
 	return j
 }
 
-// idleFault names a fault that never took effect: skipped by the nemesis,
-// or an armed lock step that no client reached while it was armed.
+// idleFault names a fault that did nothing (checker.FaultWindow.Idle).
 func idleFault(faults []checker.FaultWindow) string {
 	for _, f := range faults {
-		switch {
-		case f.Skipped:
-			return fmt.Sprintf("fault %s (%s) was skipped", f.ID, f.Desc)
-		case (f.Kind == string(nemesis.StepPause) || f.Kind == string(nemesis.StepCrash)) && f.Fired == 0:
-			return fmt.Sprintf("fault %s (%s) armed a step no client reached", f.ID, f.Desc)
+		if why := f.Idle(); why != "" {
+			return fmt.Sprintf("fault %s (%s) was idle: %s", f.ID, f.Desc, why)
 		}
 	}
 	return ""

@@ -83,9 +83,10 @@ func TestJudge(t *testing.T) {
 		w    checker.FaultWindow
 		want string // "" for a match
 	}{
-		"fired":   {checker.FaultWindow{ID: "f1", Kind: string(nemesis.StepPause), Fired: 1}, ""},
-		"unfired": {checker.FaultWindow{ID: "f1", Kind: string(nemesis.StepPause), Desc: "arm client 0"}, "f1 (arm client 0) armed a step no client reached"},
-		"skipped": {checker.FaultWindow{ID: "f1", Kind: string(nemesis.Restart), Desc: "restart n1", Skipped: true}, "f1 (restart n1) was skipped"},
+		"fired":   {checker.FaultWindow{ID: "f1", Kind: string(nemesis.StepPause), Arms: true, Fired: 1}, ""},
+		"unfired": {checker.FaultWindow{ID: "f1", Kind: string(nemesis.StepPause), Arms: true, Desc: "arm client 0"}, "f1 (arm client 0) was idle: no client reached the armed step"},
+		"skipped": {checker.FaultWindow{ID: "f1", Kind: string(nemesis.Restart), Desc: "restart n1", Skipped: true}, "f1 (restart n1) was idle: skipped"},
+		"a pause": {checker.FaultWindow{ID: "f1", Kind: string(nemesis.ClientPause), Desc: "pause client 0"}, ""},
 	} {
 		run := *out
 		run.Result = &checker.Result{Verdict: checker.Valid, Faults: []checker.FaultWindow{tc.w}}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/internal/wait"
 	"github.com/tumbler-dev/tumbler/lock"
 )
 
@@ -455,14 +456,7 @@ func (s *session) sleepUntil(ctx context.Context, t time.Time) bool {
 	if left := time.Duration(s.deadline - s.clock.Now()); d >= left {
 		return false
 	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return wait.For(ctx, d) == nil
 }
 
 func (s *session) draw(r Range) time.Duration {
