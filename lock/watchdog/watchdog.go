@@ -199,8 +199,10 @@ func (r *renewal) lose(l lock.Lease, why error) {
 		r.mu.Lock()
 		r.expiry.Stop()
 		r.mu.Unlock()
-		close(r.lost)
+		// The event first: whoever sees Lost closed can rely on the
+		// observer having been told why.
 		r.event("lost", l, why)
+		close(r.lost)
 	})
 }
 
