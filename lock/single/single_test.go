@@ -1,9 +1,11 @@
 package single_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -208,9 +210,7 @@ func TestWaitReplicas(t *testing.T) {
 	// WAIT counts the writes of its own connection: each acquire's WAIT must
 	// run on the connection that sent its SET, also when acquires overlap.
 	t.Run("same connection", func(t *testing.T) {
-		lines := make(chan string, 10000)
-		mon := locktest.Client(t, primary.Addr).Monitor(locktest.Context(t), lines)
-		mon.Start()
+		lines, stopMonitor := monitor(t, primary.Addr)
 		shared := locktest.Client(t, primary.Addr) // one pool, as many locks share it
 		var wg sync.WaitGroup
 		errs := make(chan error, 8)
@@ -236,15 +236,14 @@ func TestWaitReplicas(t *testing.T) {
 		}
 		wg.Wait()
 		time.Sleep(100 * time.Millisecond) // let MONITOR catch up
-		mon.Stop()
+		stopMonitor()
 		close(errs)
 		for err := range errs {
 			t.Fatal(err)
 		}
 		last := map[string]string{} // client address → its previous command
 		waits := 0
-		for len(lines) > 0 {
-			line := <-lines
+		for line := range lines {
 			_, rest, ok := strings.Cut(line, "[0 ")
 			addr, cmd, ok2 := strings.Cut(rest, "] ")
 			if !ok || !ok2 || addr == "lua" {
@@ -286,4 +285,40 @@ func TestWaitReplicas(t *testing.T) {
 			t.Fatalf("the unacknowledged lock is still on the primary")
 		}
 	})
+}
+
+// monitor runs MONITOR on a connection of its own and returns the lines it
+// prints. It returns once the server has answered +OK, so no command sent
+// afterwards is missed; stop closes the connection, then lines. (go-redis's
+// Monitor starts asynchronously and races inside the library.)
+func monitor(t *testing.T, addr string) (lines <-chan string, stop func()) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(conn)
+	if _, err := conn.Write([]byte("MONITOR\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := r.ReadString('\n'); err != nil || l != "+OK\r\n" {
+		t.Fatalf("MONITOR answered %q, %v", l, err)
+	}
+	ch := make(chan string, 100000)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(ch)
+		for {
+			l, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			ch <- strings.TrimRight(l, "\r\n")
+		}
+	}()
+	var once sync.Once
+	stop = func() { once.Do(func() { conn.Close(); <-done }) }
+	t.Cleanup(stop)
+	return ch, stop
 }
