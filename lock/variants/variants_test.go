@@ -3,6 +3,7 @@ package variants
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -80,23 +81,25 @@ func TestSpecErrorsNameTheProblem(t *testing.T) {
 // TestRegisterOwnLock: a lock registered from outside is built by name like
 // the built-in ones, and a second registration of the name is refused.
 func TestRegisterOwnLock(t *testing.T) {
+	// The registry is global: a fresh name keeps -count=N honest.
+	name := fmt.Sprintf("test-own-%d", time.Now().UnixNano())
 	servers := redistest.Start(t, 1)
 	c := locktest.Client(t, servers[0].Addr)
 	built := 0
-	err := Register(Info{Name: "test-own", Doc: "a user's lock"}, func(s Spec, cs []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
+	err := Register(Info{Name: name, Doc: "a user's lock"}, func(s Spec, cs []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 		built++
 		return Build(Spec{Variant: "single", TTL: s.TTL}, cs, key, o...)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Register(Info{Name: "test-own"}, func(Spec, []redis.UniversalClient, string, []lock.Option) (lock.Locker, error) { return nil, nil }); err == nil {
-		t.Fatal("a second registration of test-own was accepted")
+	if err := Register(Info{Name: name}, func(Spec, []redis.UniversalClient, string, []lock.Option) (lock.Locker, error) { return nil, nil }); err == nil {
+		t.Fatal("a second registration of the same name was accepted")
 	}
-	if i, err := Lookup("test-own"); err != nil || i.Doc != "a user's lock" {
+	if i, err := Lookup(name); err != nil || i.Doc != "a user's lock" {
 		t.Fatalf("Lookup = %+v, %v", i, err)
 	}
-	l, err := Build(Spec{Variant: "test-own", TTL: time.Second}, []redis.UniversalClient{c}, "own")
+	l, err := Build(Spec{Variant: name, TTL: time.Second}, []redis.UniversalClient{c}, "own")
 	if err != nil || built != 1 {
 		t.Fatalf("Build = %v (built %d times)", err, built)
 	}
