@@ -95,7 +95,6 @@ func prepare(ops []history.Op, cfg Config) (*prepared, error) {
 	latestAcquire := map[procKey]int32{}
 	byOwner := map[ownerKey]int32{} // ok acquires by owner value
 	keys := map[string]bool{}
-	var faults faultPairer
 	// A client's pauses (info ops "pause", a begin then an end, recorded
 	// by the client itself when an armed step stops it).
 	type pause struct{ from, to int64 }
@@ -112,11 +111,7 @@ func prepare(ops []history.Op, cfg Config) (*prepared, error) {
 		}
 		p.end = max(p.end, o.Time)
 		if o.IsNemesis() {
-			if o.Fault == nil || (o.F != history.Start && o.F != history.Stop) {
-				continue
-			}
-			faults.add(o)
-			continue
+			continue // paired by FaultWindows below
 		}
 		if o.F == history.Pause {
 			if from, open := pauseOpen[o.Client]; open {
@@ -200,13 +195,10 @@ func prepare(ops []history.Op, cfg Config) (*prepared, error) {
 			p.calls[i].ret = p.end
 		}
 	}
-	for _, fw := range faults.windows() {
+	for _, fw := range FaultWindows(ops) {
 		id := fw.ID
 		if fw.StartOp < 0 {
 			return nil, fmt.Errorf("checker: fault %s was stopped (op %d) but never started", id, fw.StopOp)
-		}
-		if !fw.Healed {
-			fw.Stop = p.end
 		}
 		if fw.Stop < fw.Start {
 			return nil, fmt.Errorf("checker: fault %s stops (op %d) before it starts (op %d)", id, fw.StopOp, fw.StartOp)
@@ -214,7 +206,6 @@ func prepare(ops []history.Op, cfg Config) (*prepared, error) {
 		if fw.Kind == "" {
 			fw.Kind = "fault"
 		}
-		fw.Effect = fw.Stop
 		for _, t := range fw.Targets {
 			c, err := strconv.Atoi(strings.TrimPrefix(t, "client:"))
 			if err != nil || !strings.HasPrefix(t, "client:") {
@@ -237,9 +228,8 @@ func prepare(ops []history.Op, cfg Config) (*prepared, error) {
 				}
 			}
 		}
-		p.faults = append(p.faults, *fw)
+		p.faults = append(p.faults, fw)
 	}
-	slices.SortStableFunc(p.faults, func(a, b FaultWindow) int { return cmp.Compare(a.Start, b.Start) })
 	for k := range keys {
 		p.keys = append(p.keys, k)
 	}
@@ -337,67 +327,48 @@ func joinInts(xs []int) string {
 	return strings.Join(s, ", ")
 }
 
-// faultPairer pairs the nemesis's start and stop records of each fault.
-type faultPairer struct {
-	byID  map[string]*FaultWindow
-	order []string
-}
-
-// add takes a nemesis op with a fault record (a start or a stop).
-func (fp *faultPairer) add(o *history.Op) {
-	if fp.byID == nil {
-		fp.byID = map[string]*FaultWindow{}
-	}
-	fw := fp.byID[o.Fault.ID]
-	if fw == nil {
-		fw = &FaultWindow{ID: o.Fault.ID, Start: math.MaxInt64, Stop: -1, StartOp: -1, StopOp: -1}
-		fp.byID[o.Fault.ID] = fw
-		fp.order = append(fp.order, o.Fault.ID)
-	}
-	if o.Fault.Kind != "" {
-		fw.Kind = o.Fault.Kind
-	}
-	if o.Fault.Desc != "" {
-		fw.Desc = o.Fault.Desc
-	}
-	if len(o.Fault.Targets) > 0 {
-		fw.Targets = o.Fault.Targets
-	}
-	fw.Arms = fw.Arms || o.Fault.Arms
-	if o.F == history.Start && o.Time < fw.Start {
-		fw.Start, fw.StartOp = o.Time, o.Index
-		fw.Skipped = o.Type == history.Fail
-	}
-	if o.F == history.Stop && o.Time >= fw.Stop {
-		fw.Stop, fw.StopOp, fw.Healed = o.Time, o.Index, true
-	}
-}
-
-// windows returns the faults in the order they were first recorded.
-func (fp *faultPairer) windows() []*FaultWindow {
-	out := make([]*FaultWindow, len(fp.order))
-	for i, id := range fp.order {
-		out[i] = fp.byID[id]
-	}
-	return out
-}
-
-// FaultWindows pairs the fault records of ops without checking anything
-// else, so a report can show what was injected when even in a history
-// Check rejects: a fault never stopped lasts until the last op, one never
-// started starts at its stop. Windows are in start order; Effect is Stop.
+// FaultWindows pairs the nemesis's start and stop records of each fault
+// without checking anything else, so a report can show what was injected
+// when even in a history Check rejects: a fault never stopped lasts until the
+// last op, one never started starts at its stop. Windows are in start order;
+// Effect is Stop (Check extends it by the client pauses a fault caused).
 func FaultWindows(ops []history.Op) []FaultWindow {
-	var fp faultPairer
+	byID := map[string]*FaultWindow{}
+	var order []string
 	var end int64
 	for i := range ops {
 		o := &ops[i]
 		end = max(end, o.Time)
-		if o.IsNemesis() && o.Fault != nil && (o.F == history.Start || o.F == history.Stop) {
-			fp.add(o)
+		if !o.IsNemesis() || o.Fault == nil || (o.F != history.Start && o.F != history.Stop) {
+			continue
+		}
+		fw := byID[o.Fault.ID]
+		if fw == nil {
+			fw = &FaultWindow{ID: o.Fault.ID, Start: math.MaxInt64, Stop: -1, StartOp: -1, StopOp: -1}
+			byID[o.Fault.ID] = fw
+			order = append(order, o.Fault.ID)
+		}
+		if o.Fault.Kind != "" {
+			fw.Kind = o.Fault.Kind
+		}
+		if o.Fault.Desc != "" {
+			fw.Desc = o.Fault.Desc
+		}
+		if len(o.Fault.Targets) > 0 {
+			fw.Targets = o.Fault.Targets
+		}
+		fw.Arms = fw.Arms || o.Fault.Arms
+		if o.F == history.Start && o.Time < fw.Start {
+			fw.Start, fw.StartOp = o.Time, o.Index
+			fw.Skipped = o.Type == history.Fail
+		}
+		if o.F == history.Stop && o.Time >= fw.Stop {
+			fw.Stop, fw.StopOp, fw.Healed = o.Time, o.Index, true
 		}
 	}
-	var out []FaultWindow
-	for _, fw := range fp.windows() {
+	out := make([]FaultWindow, 0, len(order))
+	for _, id := range order {
+		fw := *byID[id]
 		if fw.StartOp < 0 {
 			fw.Start = fw.Stop
 		}
@@ -405,7 +376,7 @@ func FaultWindows(ops []history.Op) []FaultWindow {
 			fw.Stop = end
 		}
 		fw.Effect = fw.Stop
-		out = append(out, *fw)
+		out = append(out, fw)
 	}
 	slices.SortStableFunc(out, func(a, b FaultWindow) int { return cmp.Compare(a.Start, b.Start) })
 	return out

@@ -415,7 +415,7 @@ func setShare[T comparable](shares map[T]map[int]time.Duration, target T, i int,
 // plannedFault is the fault record of a step before its targets are
 // resolved: the sentence says what was planned (a skipped step keeps it).
 func (r *runner) plannedFault(c *compiled) history.Fault {
-	f := history.Fault{ID: c.id(), Kind: string(c.Fault), Targets: slices.Clone(c.Nodes), Arms: c.Fault == StepPause || c.Fault == StepCrash}
+	f := history.Fault{ID: c.id(), Kind: string(c.Fault), Targets: slices.Clone(c.Nodes), Arms: c.Fault.ArmsStep()}
 	for _, cl := range c.Clients {
 		f.Targets = append(f.Targets, clientName(cl))
 	}

@@ -116,7 +116,7 @@ func (o GenOptions) check(mix []Kind) error {
 			continue
 		}
 		switch {
-		case (k == StepPause || k == StepCrash) && len(o.LockSteps) == 0:
+		case k.ArmsStep() && len(o.LockSteps) == 0:
 			errs = append(errs, fmt.Errorf("%s: needs GenOptions.LockSteps, the lock steps clients report", k))
 		case k == Partition && len(o.shapes(Partition)) == 0, k == Latency && len(o.shapes(Latency)) == 0:
 			errs = append(errs, fmt.Errorf("%s: %s with %d clients has no links to act on", k, o.Topology, o.Clients))

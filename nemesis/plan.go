@@ -125,6 +125,10 @@ const OnTimeoutApply = "apply"
 // applies (the client granted it, for a step triggered by a grant).
 const Holder = "holder"
 
+// ArmsStep reports whether the kind arms a lock step (step-pause,
+// step-crash): it acts only if a target client reaches that step while armed.
+func (k Kind) ArmsStep() bool { return k == StepPause || k == StepCrash }
+
 // Step is one fault in a plan. Which parameters a kind takes is listed in
 // the package documentation; Validate refuses the others.
 type Step struct {

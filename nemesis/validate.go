@@ -526,7 +526,7 @@ func overlaps(steps []*compiled) []error {
 				if n := common(a.Nodes, b.Nodes); n != "" {
 					why = fmt.Sprintf("both hit %s, and a node can be killed, restarted or paused by one step at a time", n)
 				}
-			case (a.Fault == StepPause || a.Fault == StepCrash) && (b.Fault == StepPause || b.Fault == StepCrash) && a.LockStep == b.LockStep:
+			case a.Fault.ArmsStep() && b.Fault.ArmsStep() && a.LockStep == b.LockStep:
 				if a.holder() || b.holder() || commonInt(a.Clients, b.Clients) {
 					why = fmt.Sprintf("both arm lock step %q of the same client", a.LockStep)
 				}
