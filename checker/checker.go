@@ -20,20 +20,6 @@ const (
 	Unknown Verdict = "unknown" // could not decide (e.g. a time limit)
 )
 
-// ExitCode maps a verdict to the process exit status of DESIGN.md §8:
-// 0 valid, 1 invalid, 2 unknown. Anything else is a harness failure, 255.
-func (v Verdict) ExitCode() int {
-	switch v {
-	case Valid:
-		return 0
-	case Invalid:
-		return 1
-	case Unknown:
-		return 2
-	}
-	return 255
-}
-
 // merge: invalid beats unknown beats valid.
 func merge(a, b Verdict) Verdict {
 	switch {
@@ -53,9 +39,19 @@ const (
 	StaleWrites     = "stale-writes"
 	LostUpdates     = "lost-updates"
 	Liveness        = "liveness"
+	// The checkers of Redisson's other synchronizers.
+	ReadersWriters = "readers-writers"
+	Fairness       = "fairness"
+	Semaphore      = "semaphore"
+	Latch          = "latch"
+	LatchLiveness  = "latch-liveness"
 )
 
-var checkerNames = []string{MutualExclusion, Linearizability, Fencing, StaleWrites, LostUpdates, Liveness}
+var checkerNames = []string{MutualExclusion, Linearizability, Fencing, StaleWrites, LostUpdates, Liveness,
+	ReadersWriters, Fairness, Semaphore, Latch, LatchLiveness}
+
+// IsName reports whether name is a checker's name (for Config.Skip).
+func IsName(name string) bool { return slices.Contains(checkerNames, name) }
 
 // Kind classifies an anomaly (or a warning).
 type Kind string
@@ -85,6 +81,23 @@ const (
 	// clients kept trying, nobody held it and no fault was active (a lock
 	// that never expires).
 	Unavailable Kind = "unavailable"
+	// WriterOverlap: a read-write lock's write hold overlapped another
+	// client's hold, read or write (readers-writers).
+	WriterOverlap Kind = "writer-overlap"
+	// UnfairGrant: a fair lock was granted to a waiter while another,
+	// queued before it and still waiting with a live queue entry, was
+	// passed over (fairness).
+	UnfairGrant Kind = "unfair-grant"
+	// PermitsExceeded: more clients held a semaphore's permits at once than
+	// it has, or a client acted on the resource after its permit ended
+	// while all permits were held by others (semaphore).
+	PermitsExceeded Kind = "permits-exceeded"
+	// LatchEarly: a latch waiter passed before the count could have
+	// reached zero (latch).
+	LatchEarly Kind = "latch-early"
+	// LatchStuck: the count reached zero, yet a waiter gave up waiting long
+	// after (latch-liveness).
+	LatchStuck Kind = "latch-stuck"
 )
 
 // Warning kinds: noted, not anomalies.
@@ -105,14 +118,16 @@ type Config struct {
 	// LivenessK: a lock nobody could take for more than K×TTL is an
 	// anomaly. 0 means 3.
 	LivenessK float64
-	// LinearizabilityTimeout bounds each porcupine run (keys are checked in
-	// parallel, each within it); when it runs out the linearizability
-	// verdict is unknown. 0 means 30 s.
+	// LinearizabilityTimeout bounds porcupine's search of each piece of a
+	// key's history (pieces.go; pieces are searched in parallel, each
+	// within it); a piece it runs out on makes the linearizability verdict
+	// unknown, naming the piece. 0 means 30 s.
 	LinearizabilityTimeout time.Duration
-	// LinearizabilityMemory bounds the memory porcupine may need (it keeps
-	// a bitset of the partition per explored state, ~n²/8 bytes for n
-	// operations of one key); beyond it the verdict is unknown without
-	// running. 0 means 1 GiB.
+	// LinearizabilityMemory bounds the memory porcupine may use for the
+	// pieces it searches at once (it keeps a bitset of the piece per state
+	// it explores, ~n²/8 bytes for n operations, more when it backtracks):
+	// a piece that needs more is not searched, or is stopped, and makes the
+	// verdict unknown, naming the piece. 0 means 1 GiB.
 	LinearizabilityMemory int64
 	// Fenced: the workload writes carry fencing tokens that the resource
 	// checks. Enables the fencing checker, which then judges late writes
@@ -124,6 +139,20 @@ type Config struct {
 	// Reentrant: an acquire by the current holder nests (Redisson's hold
 	// count); the hold ends when as many releases were invoked.
 	Reentrant bool
+	// ReadWrite: the lock is a read-write lock whose ops carry a mode:
+	// readers share it, so mutual exclusion and linearizability (a mutex
+	// model) give way to the readers-writers checker.
+	ReadWrite bool
+	// Fair: the lock grants in queue order (enqueue ops); enables the
+	// fairness checker.
+	Fair bool
+	// Permits > 0: the lock is a semaphore with that many permits; the
+	// semaphore checker replaces mutual exclusion, linearizability and
+	// stale writes.
+	Permits int
+	// Latch: the history is a count-down latch's (init, count-down, await):
+	// the latch checkers replace every lock checker.
+	Latch bool
 	// MaxAnomalies caps the anomalies and warnings kept per checker (all
 	// are counted). 0 means 100.
 	MaxAnomalies int
@@ -144,6 +173,10 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("checker: Config.LinearizabilityMemory must not be negative, got %d", c.LinearizabilityMemory)
 	case c.MaxAnomalies < 0:
 		return c, fmt.Errorf("checker: Config.MaxAnomalies must not be negative, got %d", c.MaxAnomalies)
+	case c.Permits < 0:
+		return c, fmt.Errorf("checker: Config.Permits must not be negative, got %d", c.Permits)
+	case moreThanOne(c.ReadWrite, c.Permits > 0, c.Latch):
+		return c, fmt.Errorf("checker: Config: a lock is read-write, a semaphore or a latch, not several")
 	}
 	for _, s := range c.Skip {
 		if !slices.Contains(checkerNames, s) {
@@ -275,6 +308,10 @@ type FaultAvailability struct {
 	Before Attempts `json:"before"`
 	During Attempts `json:"during"`
 	After  Attempts `json:"after"`
+	// Within counts the acquires both begun and ended while the fault was
+	// active: what the fault alone decided (During also counts acquires
+	// that were granted before it began and returned after).
+	Within Attempts `json:"within"`
 }
 
 // CounterSummary is one counter key at the end of the run.
@@ -316,10 +353,22 @@ func (r *Result) Checker(name string) (CheckerResult, bool) {
 	return CheckerResult{}, false
 }
 
+// HistoryError is a history that breaks the checkers' contract, at the op
+// with history index Index: a completion without its invoke or of another
+// function, a completion before its invoke, indexes out of order, a fault
+// stopped before it started.
+type HistoryError struct {
+	Index int64
+	// Reason names the op and what is wrong with it.
+	Reason string
+}
+
+func (e *HistoryError) Error() string { return fmt.Sprintf("checker: op %d: %s", e.Index, e.Reason) }
+
 // Check runs every checker on a history (ops in index order, as a
 // Recorder keeps them or ReadFile returns them). The error is for a bad
-// Config or a history that breaks the contract (a completion without its
-// invoke, times going backwards…); a checker that cannot decide makes the
+// Config or a history that breaks the contract (a *HistoryError: a
+// completion without its invoke, times going backwards…); a checker that cannot decide makes the
 // verdict unknown instead.
 func Check(ops []history.Op, cfg Config) (*Result, error) {
 	cfg, err := cfg.withDefaults()
@@ -336,13 +385,31 @@ func Check(ops []history.Op, cfg Config) (*Result, error) {
 		fn   func(*prepared, *Result, *report)
 		skip string // reason not to run, if any
 	}
+	notMutex := ""
+	switch {
+	case cfg.ReadWrite:
+		notMutex = "a read-write lock: readers share it (the readers-writers checker judges it)"
+	case cfg.Permits > 0:
+		notMutex = "a semaphore: up to its permits hold it at once (the semaphore checker judges it)"
+	case cfg.Latch:
+		notMutex = "a latch: nothing is held (the latch checkers judge it)"
+	}
+	notSem := notMutex
+	if cfg.ReadWrite {
+		notSem = ""
+	}
 	runs := []run{
-		{MutualExclusion, checkMutex, ""},
-		{Linearizability, checkLinearizable, ""},
+		{MutualExclusion, checkMutex, notMutex},
+		{Linearizability, checkLinearizable, notMutex},
 		{Fencing, checkFencing, ifNot(cfg.Fenced, "the workload is not fenced (Config.Fenced)")},
-		{StaleWrites, checkStaleWrites, ""},
+		{StaleWrites, checkStaleWrites, notSem},
 		{LostUpdates, checkLostUpdates, ifNot(cfg.Counter, "not a counter workload (Config.Counter)")},
-		{Liveness, checkLiveness, ""},
+		{Liveness, checkLiveness, ifNot(!cfg.Latch, "a latch: nothing is acquired (the latch-liveness checker judges it)")},
+		{ReadersWriters, checkReadersWriters, ifNot(cfg.ReadWrite, "not a read-write lock (Config.ReadWrite)")},
+		{Fairness, checkFairness, ifNot(cfg.Fair, "not a fair lock (Config.Fair)")},
+		{Semaphore, checkSemaphore, ifNot(cfg.Permits > 0, "not a semaphore (Config.Permits)")},
+		{Latch, checkLatch, ifNot(cfg.Latch, "not a latch (Config.Latch)")},
+		{LatchLiveness, checkLatchLiveness, ifNot(cfg.Latch, "not a latch (Config.Latch)")},
 	}
 	for _, r := range runs {
 		rep := &report{CheckerResult: CheckerResult{Name: r.name, Verdict: Valid}, max: cfg.MaxAnomalies, p: p}
@@ -376,6 +443,16 @@ func Check(ops []history.Op, cfg Config) (*Result, error) {
 		res.Anomalies = []Anomaly{}
 	}
 	return res, nil
+}
+
+func moreThanOne(bs ...bool) bool {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n > 1
 }
 
 func ifNot(cond bool, reason string) string {
@@ -425,6 +502,10 @@ func (r *report) complete(a Anomaly, ctxFrom int64) Anomaly {
 	}
 	return a
 }
+
+// full: the anomalies kept have reached Config.MaxAnomalies, so further
+// ones are only counted.
+func (r *report) full() bool { return len(r.anomalies) >= r.max }
 
 func (r *report) stat(name string, v int64) {
 	if r.Stats == nil {

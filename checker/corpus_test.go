@@ -44,6 +44,7 @@ var corpus = []corpusCase{
 	{file: "watchdog-long-section"},
 	{file: "extend-after-lapse", want: verdicts{MutualExclusion: Invalid, Linearizability: Invalid},
 		kinds: []Kind{DoubleGrant, NotLinearizable}, explain: "until its release at 1.700 s"},
+	{file: "slow-release-reply"},
 }
 
 // The corpus of testdata/README.md: every checker's verdict on every known

@@ -1,8 +1,11 @@
 // Package checker decides whether a recorded history shows a lock failing:
 // two clients granted the same lock at once, a write accepted from a client
 // whose lease had ended, a fencing token reused, an increment lost, or a lock
-// nobody could take any more. Check runs six checkers (DESIGN.md §8) and
-// merges their verdicts: invalid if any found an anomaly, unknown if one
+// nobody could take any more — and for Redisson's other synchronizers, a
+// writer sharing a read-write lock, a fair lock granted out of queue
+// order, more semaphore holders than permits, a latch that opened early or
+// never. Check runs the checkers that apply to the run and merges their
+// verdicts: invalid if any found an anomaly, unknown if one
 // could not decide and none found an anomaly, valid otherwise. Each anomaly
 // names its operations (history indexes), times, the faults active then and
 // says in one sentence what happened.
@@ -34,6 +37,14 @@
 //     accept time, and accepted writes of one key are ordered by it (then
 //     by index).
 //   - read (counter): the ok record's Value is the value read (base 10).
+//   - a read-write lock's acquire, release and extend carry Mode "read" or
+//     "write" (Config.ReadWrite).
+//   - enqueue (fair lock, Config.Fair): an attempt that left the waiter
+//     queued; the ok's ValidUntil is its queue entry's timeout. dequeue: a
+//     waiter that gave up left the queue.
+//   - init, count-down, await (latch, Config.Latch): init's Value is the
+//     count set (ok: set; fail: the latch existed); await ok: the waiter
+//     passed, fail: it gave up. A semaphore's init sets Value permits.
 //
 // A release or extend whose Value is the owner value of one of the
 // process's ok acquires of that key acts under that lease; otherwise (and
@@ -62,6 +73,11 @@
 // (porcupine) checks the lock itself against a lease mutex: an acquire
 // succeeds while another lease is held only if that lease's validity ended
 // before the acquire returned; unknown outcomes may or may not have taken
-// effect; failed operations have none. Fencing, stale writes, lost updates
-// and liveness are described on their Kind constants.
+// effect; failed operations have none. It checks each key's history in
+// pieces cut where the lock's state is known (pieces.go), so its memory
+// does not grow with the length of the history. Fencing, stale writes,
+// lost updates and liveness are described on their Kind constants, and so
+// are the checkers of the other synchronizers (readers-writers, fairness,
+// semaphore, latch, latch-liveness), each in the style of mutual
+// exclusion: one sweep, each anomaly with its time, operations and faults.
 package checker

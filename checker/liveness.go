@@ -44,6 +44,26 @@ func checkLiveness(p *prepared, res *Result, r *report) {
 		}
 		return a
 	}
+	within := func(from, to int64) Attempts {
+		a := Attempts{From: from, To: to}
+		for _, c := range acquires {
+			if c.call < from || c.ret >= to {
+				continue
+			}
+			switch c.typ {
+			case history.OK:
+				a.OK++
+			case history.Fail:
+				a.Fail++
+			default:
+				a.Unknown++
+			}
+		}
+		if n := a.OK + a.Fail + a.Unknown; n > 0 {
+			a.SuccessRate = float64(a.OK) / float64(n)
+		}
+		return a
+	}
 	var excluded []span // faults, and a TTL after each to recover
 	for _, f := range p.faults {
 		d := max(f.Stop-f.Start, ttl)
@@ -52,6 +72,7 @@ func checkLiveness(p *prepared, res *Result, r *report) {
 			Before: count(f.Start-d, f.Start),
 			During: count(f.Start, f.Stop),
 			After:  count(f.Stop, f.Stop+d),
+			Within: within(f.Start, f.Stop),
 		})
 		excluded = append(excluded, span{f.Start, f.Effect + ttl})
 	}

@@ -21,6 +21,7 @@ type hold struct {
 	endBy      string
 	endOp      int64 // history index of the record that ended it, -1 for validity
 	depth      int
+	mode       string // a read-write lock's mode
 	// held is when the client stopped believing it held the lock, heldBy
 	// why ("end": it still did when the history ended).
 	held   int64
@@ -59,27 +60,65 @@ type Hold struct {
 	// Depth is the nesting of a reentrant lock when the hold ended (1 for
 	// a plain lock).
 	Depth int
+	// Mode is "read" or "write" for a read-write lock's hold, else "".
+	Mode string
 }
 
 // Holds returns the holds the mutual-exclusion checker computes from ops,
 // sorted by key, then start, so that a picture of the history shows what
 // the verdict is about. Only cfg.Reentrant matters; ops must keep the
-// contract Check enforces, and the error is the one Check would return.
+// contract Check enforces, and the error is the one Check would return. It
+// keeps only the calls it still needs as it goes, so its memory is about
+// that of the holds it returns.
 func Holds(ops []history.Op, cfg Config) ([]Hold, error) {
-	p, err := prepare(ops, cfg)
-	if err != nil {
-		return nil, err
+	calls := &callMap{calls: map[int32]*call{}}
+	type done struct {
+		h   hold
+		out Hold
 	}
-	out := make([]Hold, len(p.holds))
-	for i, h := range p.holds {
-		c := &p.calls[h.acq]
-		out[i] = Hold{
+	var holds []done
+	b := &holdBuilder{reentrant: cfg.Reentrant, calls: calls, open: map[procKey]*hold{}}
+	b.closed = func(h *hold) {
+		c := calls.at(h.acq)
+		holds = append(holds, done{*h, Hold{
 			Key: h.key, Client: h.client, Process: h.proc,
 			Owner: c.value, Token: c.token, AcquireOp: c.opIndex(),
 			Start: h.start, End: h.end, EndBy: h.endBy, EndOp: h.endOp,
 			HeldUntil: h.held, HeldUntilBy: h.heldBy,
-			ValidUntil: h.vu, Depth: h.depth,
+			ValidUntil: h.vu, Depth: h.depth, Mode: h.mode,
+		}})
+		delete(calls.calls, h.acq)
+	}
+	end, err := scan(ops, calls,
+		func(i int, ci int32) {
+			o := &ops[i]
+			b.record(o, ci)
+			// A completed call is needed no more, but an ok acquire is
+			// while its hold lasts.
+			if c := calls.at(ci); c != nil && o.Type != history.Invoke {
+				if h := b.open[procKey{c.proc, c.key}]; h == nil || h.acq != ci {
+					delete(calls.calls, ci)
+				}
+			}
+		},
+		func(o *history.Op) {
+			if o.F == history.Crash || o.F == history.Lost {
+				b.event(o)
+			}
+		})
+	if err != nil {
+		return nil, err
+	}
+	for _, fw := range FaultWindows(ops) {
+		if err := faultError(fw); err != nil {
+			return nil, err
 		}
+	}
+	b.finish(end)
+	slices.SortFunc(holds, func(a, b done) int { return compareHolds(&a.h, &b.h) })
+	out := make([]Hold, len(holds))
+	for i := range holds {
+		out[i] = holds[i].out
 	}
 	return out, nil
 }
@@ -99,87 +138,41 @@ func (h *hold) ended() string {
 	return "its validity ended at " + secs(h.end)
 }
 
-// computeHolds derives the mutual-exclusion windows of DESIGN.md §8.1 from
-// the records in index order. The result is sorted by key, then start.
+// computeHolds derives the mutual-exclusion windows of the history
+// (holdBuilder). The result is sorted by key, then start.
 func computeHolds(p *prepared) []hold {
 	var holds []hold
-	open := map[procKey]*hold{}
-	closeHold := func(pk procKey, h *hold, t int64, by string, idx int64) {
-		h.held, h.heldBy = t, by
-		// A hold still open at the end lasts as long as its validity, even
-		// past the history's last record.
-		if h.vu <= t || by == "end" {
-			h.end, h.endBy, h.endOp = h.vu, "validity", -1
-		} else {
-			h.end, h.endBy, h.endOp = t, by, idx
-		}
-		holds = append(holds, *h)
-		delete(open, pk)
+	b := &holdBuilder{
+		reentrant: p.cfg.Reentrant, calls: &callSlice{p.calls}, open: map[procKey]*hold{},
+		closed: func(h *hold) { holds = append(holds, *h) },
 	}
-	ev := 0
 	for i := range p.ops {
 		o := &p.ops[i]
-		ci := p.byOp[i]
-		if ci < 0 {
-			if ev < len(p.events) && p.events[ev].index == o.Index {
-				e := p.events[ev]
-				ev++
-				for pk, h := range open {
-					if pk.proc != e.proc {
-						continue
-					}
-					owner := p.calls[h.acq].value
-					// A late loss report of an earlier lease names its owner value.
-					lostThis := (e.key == "" || e.key == pk.key) && (e.owner == "" || owner == "" || e.owner == owner)
-					if e.f == history.Crash || lostThis {
-						closeHold(pk, h, e.time, e.f, e.index)
-					}
-				}
-			}
-			continue
-		}
-		c := &p.calls[ci]
-		pk := procKey{c.proc, c.key}
-		h := open[pk]
-		invoke := o.Type == history.Invoke
-		switch {
-		case c.f == history.Acquire && !invoke && c.typ == history.OK:
-			if h != nil && p.cfg.Reentrant {
-				h.depth++
-				h.vu = max(h.vu, c.vu)
-				continue
-			}
-			if h != nil {
-				closeHold(pk, h, o.Time, "re-acquire", o.Index)
-			}
-			open[pk] = &hold{key: c.key, proc: c.proc, client: c.client, acq: ci, start: o.Time, vu: c.vu, depth: 1}
-		case c.f == history.Extend && !invoke && c.typ == history.OK && h != nil && (p.cfg.Reentrant || c.lease == h.acq):
-			h.vu = max(h.vu, c.vu)
-		case c.f == history.Release && invoke && h != nil:
-			if p.cfg.Reentrant && h.depth > 1 {
-				h.depth--
-				continue
-			}
-			closeHold(pk, h, o.Time, "release", o.Index)
+		switch ci := p.byOp[i]; {
+		case ci >= 0:
+			b.record(o, ci)
+		case !o.IsNemesis() && (o.F == history.Crash || o.F == history.Lost):
+			b.event(o)
 		}
 	}
-	for pk, h := range open {
-		closeHold(pk, h, p.end, "end", -1)
-	}
-	slices.SortFunc(holds, func(a, b hold) int {
-		if c := strings.Compare(a.key, b.key); c != 0 {
-			return c
-		}
-		if a.start != b.start {
-			return cmp.Compare(a.start, b.start)
-		}
-		return cmp.Compare(int64(a.acq), int64(b.acq))
-	})
+	b.finish(p.end)
+	slices.SortFunc(holds, func(a, b hold) int { return compareHolds(&a, &b) })
 	return holds
 }
 
-// checkMutex finds overlapping holds of different processes (DESIGN.md
-// §8.1). Sorting dominates: O(n log n) plus the overlaps found.
+// compareHolds orders holds by key, then start, then acquire.
+func compareHolds(a, b *hold) int {
+	if c := strings.Compare(a.key, b.key); c != 0 {
+		return c
+	}
+	if a.start != b.start {
+		return cmp.Compare(a.start, b.start)
+	}
+	return cmp.Compare(int64(a.acq), int64(b.acq))
+}
+
+// checkMutex finds the holds of different processes that overlap (overlap).
+// Sorting dominates: O(n log n) plus the overlaps found.
 func checkMutex(p *prepared, _ *Result, r *report) {
 	var okAcq, unknown, failed int64
 	for i := range p.calls {
@@ -217,14 +210,9 @@ func checkMutex(p *prepared, _ *Result, r *report) {
 		}
 		active = kept
 		for _, a := range active {
-			if a.proc == h.proc {
-				continue
+			if _, to, ok := overlap(a, h); ok {
+				r.anomaly(doubleGrant(p, a, h, to), a.start)
 			}
-			to := min(a.end, h.end)
-			if to <= h.start {
-				continue
-			}
-			r.anomaly(doubleGrant(p, a, h, to), a.start)
 		}
 		if h.end > h.start {
 			active = append(active, h)

@@ -27,7 +27,8 @@ type call struct {
 	token  int64
 	vu     int64
 	err    string
-	lease  int32 // calls index of the acquire this op acts under, -1 if none
+	lease  int32  // calls index of the acquire this op acts under, -1 if none
+	mode   string // a read-write lock's mode (history.Op.Mode)
 }
 
 // opIndex is the record that best stands for the call: its completion.
@@ -83,125 +84,100 @@ type ownerKey struct {
 
 func isCall(f string) bool {
 	switch f {
-	case history.Acquire, history.Release, history.Extend, history.Write, history.Read:
+	case history.Acquire, history.Release, history.Extend, history.Write, history.Read,
+		history.Enqueue, history.Dequeue, history.Init, history.CountDown, history.Await:
 		return true
 	}
 	return false
 }
 
+// scan checks ops against the history contract as far as one pass can
+// (each op valid on its own, indexes increasing, every completion paired)
+// and pairs their calls into calls (pairer), calling onCall for each call
+// record and onOther for every other client record; nemesis records are
+// left to FaultWindows. It returns the history's last time.
+func scan(ops []history.Op, calls callStore, onCall func(i int, ci int32), onOther func(o *history.Op)) (int64, error) {
+	pr := newPairer(calls)
+	var end int64
+	for i := range ops {
+		o := &ops[i]
+		if err := o.Validate(); err != nil {
+			return 0, &HistoryError{o.Index, fmt.Sprintf("%s: %v", o.Summary(), err)}
+		}
+		if i > 0 && o.Index <= ops[i-1].Index {
+			return 0, &HistoryError{o.Index, fmt.Sprintf("%s follows op %d: ops must be in increasing index order", o.Summary(), ops[i-1].Index)}
+		}
+		end = max(end, o.Time)
+		if o.IsNemesis() {
+			continue // paired by FaultWindows
+		}
+		if !isCall(o.F) {
+			onOther(o)
+			continue
+		}
+		ci, err := pr.add(o)
+		if err != nil {
+			return 0, err
+		}
+		onCall(i, ci)
+	}
+	return end, nil
+}
+
+// faultError says how a fault window breaks the history contract.
+func faultError(fw FaultWindow) error {
+	if fw.StartOp < 0 {
+		return &HistoryError{fw.StopOp, fmt.Sprintf("fault %s was stopped but never started", fw.ID)}
+	}
+	if fw.Stop < fw.Start {
+		return &HistoryError{fw.StopOp, fmt.Sprintf("fault %s stops before it starts (op %d)", fw.ID, fw.StartOp)}
+	}
+	return nil
+}
+
 func prepare(ops []history.Op, cfg Config) (*prepared, error) {
 	p := &prepared{cfg: cfg, ops: ops, byOp: make([]int32, len(ops))}
-	pending := map[pairKey][]int32{}
-	latestAcquire := map[procKey]int32{}
-	byOwner := map[ownerKey]int32{} // ok acquires by owner value
+	for i := range p.byOp {
+		p.byOp[i] = -1
+	}
+	calls := &callSlice{}
 	keys := map[string]bool{}
 	// A client's pauses (info ops "pause", a begin then an end, recorded
 	// by the client itself when an armed step stops it).
 	type pause struct{ from, to int64 }
 	pauses := map[int][]pause{}
 	pauseOpen := map[int]int64{}
-	for i := range ops {
-		o := &ops[i]
-		p.byOp[i] = -1
-		if err := o.Validate(); err != nil {
-			return nil, fmt.Errorf("checker: op %d: %w", o.Index, err)
-		}
-		if i > 0 && o.Index <= ops[i-1].Index {
-			return nil, fmt.Errorf("checker: op %d follows op %d: ops must be in increasing index order", o.Index, ops[i-1].Index)
-		}
-		p.end = max(p.end, o.Time)
-		if o.IsNemesis() {
-			continue // paired by FaultWindows below
-		}
-		if o.F == history.Pause {
-			if from, open := pauseOpen[o.Client]; open {
-				pauses[o.Client] = append(pauses[o.Client], pause{from, o.Time})
-				delete(pauseOpen, o.Client)
-			} else {
-				pauseOpen[o.Client] = o.Time
-			}
-		}
-		if !isCall(o.F) {
-			if o.F == history.Crash || o.F == history.Lost {
+	end, err := scan(ops, calls,
+		func(i int, ci int32) {
+			keys[ops[i].Key] = true
+			p.byOp[i] = ci
+		},
+		func(o *history.Op) {
+			switch o.F {
+			case history.Pause:
+				if from, open := pauseOpen[o.Client]; open {
+					pauses[o.Client] = append(pauses[o.Client], pause{from, o.Time})
+					delete(pauseOpen, o.Client)
+				} else {
+					pauseOpen[o.Client] = o.Time
+				}
+			case history.Crash, history.Lost:
 				p.events = append(p.events, event{o.F, o.Process, o.Client, o.Key, o.Value, o.Time, o.Index})
 			}
-			continue
-		}
-		if o.Key == "" {
-			return nil, fmt.Errorf("checker: op %d: %s without a key", o.Index, o.F)
-		}
-		keys[o.Key] = true
-		pk := pairKey{o.Process, o.F, o.Key, ""}
-		if o.F == history.Extend {
-			pk.owner = o.Value
-		}
-		if o.Type == history.Invoke {
-			c := call{
-				f: o.F, key: o.Key, proc: o.Process, client: o.Client, typ: history.Info,
-				inv: o.Index, done: -1, call: o.Time, ret: -1,
-				value: o.Value, token: o.Token, vu: o.ValidUntil, lease: -1,
-			}
-			ci := int32(len(p.calls))
-			if o.F == history.Acquire {
-				latestAcquire[procKey{o.Process, o.Key}] = ci
-			} else if l, ok := byOwner[ownerKey{o.Process, o.Key, o.Value}]; ok && o.Value != "" && o.F != history.Write && o.F != history.Read {
-				c.lease = l // a release or extend names its lease by owner value
-			} else if l, ok := latestAcquire[procKey{o.Process, o.Key}]; ok {
-				c.lease = l
-			}
-			p.calls = append(p.calls, c)
-			pending[pk] = append(pending[pk], ci)
-			p.byOp[i] = ci
-			continue
-		}
-		q := pending[pk]
-		if len(q) == 0 {
-			return nil, fmt.Errorf("checker: op %d: %s %s of process %s on key %q has no pending invoke%s",
-				o.Index, o.Type, o.F, procName(o.Process), o.Key, ownerNote(pk.owner))
-		}
-		ci := q[0]
-		if len(q) == 1 {
-			delete(pending, pk)
-		} else {
-			pending[pk] = q[1:]
-		}
-		c := &p.calls[ci]
-		if o.Time < c.call {
-			return nil, fmt.Errorf("checker: op %d: completed at %d ns, before its invoke (op %d) at %d ns", o.Index, o.Time, c.inv, c.call)
-		}
-		c.typ, c.done, c.ret = o.Type, o.Index, o.Time
-		if o.Value != "" {
-			c.value = o.Value
-		}
-		if o.Token != 0 {
-			c.token = o.Token
-		}
-		if o.ValidUntil != 0 {
-			c.vu = o.ValidUntil
-		}
-		c.err = o.Error
-		if c.f == history.Acquire && c.typ == history.OK {
-			if c.vu == 0 {
-				return nil, fmt.Errorf("checker: op %d: ok acquire without valid_until", o.Index)
-			}
-			if c.value != "" {
-				byOwner[ownerKey{c.proc, c.key, c.value}] = ci
-			}
-		}
-		p.byOp[i] = ci
+		})
+	if err != nil {
+		return nil, err
 	}
+	p.end = end
+	p.calls = calls.calls
 	for i := range p.calls {
 		if p.calls[i].done < 0 {
 			p.calls[i].ret = p.end
 		}
 	}
 	for _, fw := range FaultWindows(ops) {
-		id := fw.ID
-		if fw.StartOp < 0 {
-			return nil, fmt.Errorf("checker: fault %s was stopped (op %d) but never started", id, fw.StopOp)
-		}
-		if fw.Stop < fw.Start {
-			return nil, fmt.Errorf("checker: fault %s stops (op %d) before it starts (op %d)", id, fw.StopOp, fw.StartOp)
+		if err := faultError(fw); err != nil {
+			return nil, err
 		}
 		if fw.Kind == "" {
 			fw.Kind = "fault"
@@ -236,6 +212,16 @@ func prepare(ops []history.Op, cfg Config) (*prepared, error) {
 	slices.Sort(p.keys)
 	p.holds = computeHolds(p)
 	return p, nil
+}
+
+// leaseOp: an op that acts under a lease (a release, an extend, a
+// resource request).
+func leaseOp(f string) bool {
+	switch f {
+	case history.Release, history.Extend, history.Write, history.Read:
+		return true
+	}
+	return false
 }
 
 // faultsIn returns the IDs of the faults active at some time in [from, to].
@@ -287,6 +273,14 @@ func (p *prepared) faultClause(ids []string) string {
 		parts = append(parts, s)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// article puts "a" or "an" before a function name: "an acquire".
+func article(f string) string {
+	if f != "" && strings.ContainsRune("aeiou", rune(f[0])) {
+		return "an " + f
+	}
+	return "a " + f
 }
 
 func ownerNote(owner string) string {

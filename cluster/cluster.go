@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
+	"github.com/tumbler-dev/tumbler/access"
 	"github.com/tumbler-dev/tumbler/internal/wait"
 )
 
@@ -56,6 +56,18 @@ type Spec struct {
 	// Provider runs the processes; nil is a new ProcessProvider, closed
 	// with the cluster. A provider passed in is closed by Close too.
 	Provider Provider
+	// Access is how the servers authenticate and speak TLS (nil: plain, no
+	// AUTH). Servers tumbler starts are configured with it; an external
+	// deployment must already be. Secrets are read at Start and never
+	// written anywhere under Dir.
+	Access *access.Config
+	// Server is the software the data nodes and Sentinels run ("": Redis).
+	// An external deployment runs what it runs.
+	Server Server
+	// ClientACL are the rights of the clients' ACL user (Access.Client.User)
+	// on the data nodes tumbler starts, in ACL SETUSER form; empty: +@all
+	// on every key and channel.
+	ClientACL []string
 }
 
 // DefaultFailoverTimeout is long on purpose. The harness points replicas at
@@ -91,11 +103,19 @@ type Cluster struct {
 	remote   bool
 	announce map[string]string
 
+	// sec is how the servers are secured and logged in to; secretDir is the
+	// private directory of their secret files ("" if none), outside dir.
+	sec       *security
+	secretDir string
+
 	nodes map[string]*node // data nodes and Sentinels, fixed after Start
 	order []string         // data nodes, topology order
 
-	mu      sync.Mutex // guards primary and every node's upstream
+	mu      sync.Mutex // guards primary, groupPrimary and every node's upstream
 	primary string     // replicated: the node the harness last made primary
+	// groupPrimary: groups, each group's primary by the group's first
+	// node's name (n<i> → n<i> or n<i>r).
+	groupPrimary map[string]string
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -121,6 +141,9 @@ func Start(ctx context.Context, spec Spec) (*Cluster, error) {
 	if err := spec.Topology.Validate(); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
+	if err := spec.Server.Validate(); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
 	if spec.Clients < 0 || spec.Clients > 256 {
 		return nil, fmt.Errorf("cluster: clients must be 0..256, got %d", spec.Clients)
 	}
@@ -143,11 +166,11 @@ func Start(ctx context.Context, spec Spec) (*Cluster, error) {
 	// Only processes on this machine need Redis and the shim here; a
 	// container image or a deployment brings its own.
 	if _, local := spec.Provider.(*ProcessProvider); spec.Provider == nil || local {
-		if _, err := lookBinary("redis-server"); err != nil {
+		if _, err := lookBinary(spec.Server.Binary(false)); err != nil {
 			return nil, fmt.Errorf("cluster: %w", err)
 		}
 		if spec.Topology.Sentinels {
-			if _, err := lookBinary("redis-sentinel"); err != nil {
+			if _, err := lookBinary(spec.Server.Binary(true)); err != nil {
 				return nil, fmt.Errorf("cluster: %w", err)
 			}
 		}
@@ -159,9 +182,21 @@ func Start(ctx context.Context, spec Spec) (*Cluster, error) {
 	}
 	_, _ = SweepOrphans() // best effort: a bad record must not stop a run
 
-	c := &Cluster{spec: spec, topo: spec.Topology, prov: spec.Provider, nodes: map[string]*node{}, proxies: map[string]linkProxy{}}
+	_, adopted := spec.Provider.(adopter)
+	acl := spec.ClientACL
+	if len(acl) == 0 {
+		acl = []string{"~*", "&*", "+@all"}
+	}
+	sec, err := newSecurity(spec.Access, !adopted, acl)
+	if err != nil {
+		if spec.Provider != nil {
+			_ = spec.Provider.Close()
+		}
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	c := &Cluster{spec: spec, topo: spec.Topology, prov: spec.Provider, sec: sec, nodes: map[string]*node{}, proxies: map[string]linkProxy{}}
 	if err := c.start(ctx, persistenceGiven); err != nil {
-		return nil, errors.Join(err, c.Close())
+		return nil, errors.Join(sec.redactErr(err), c.Close())
 	}
 	return c, nil
 }
@@ -189,15 +224,23 @@ func (c *Cluster) start(ctx context.Context, persistenceGiven bool) error {
 		if err != nil {
 			return err
 		}
-		if c.ownDir {
-			pp.rec.removeDirOnSweep(c.dir)
-		}
 		c.prov = pp
-	} else if d, ok := c.prov.(*DockerProvider); ok && c.ownDir {
-		// The containers' bind mounts are in it.
-		d.rec.removeDirOnSweep(c.dir)
+	}
+	if r := c.record(); r != nil && c.ownDir {
+		// A process provider's data, or the containers' bind mounts.
+		r.removeDirOnSweep(c.dir)
 	}
 
+	if c.sec.enabled() && c.sec.own {
+		// Passwords and keys go to a private directory outside the run's
+		// store, so no report, log or copy of the store holds them.
+		if c.secretDir, err = os.MkdirTemp("", "tumbler-secret-"); err != nil {
+			return fmt.Errorf("private directory: %w", err)
+		}
+		if r := c.record(); r != nil {
+			r.removeDirOnSweep(c.secretDir)
+		}
+	}
 	c.order = c.topo.Nodes()
 	for _, name := range c.order {
 		c.nodes[name] = &node{name: name, dir: filepath.Join(c.dir, name), persist: c.spec.Persistence}
@@ -207,6 +250,18 @@ func (c *Cluster) start(ctx context.Context, persistenceGiven bool) error {
 	}
 	if c.topo.Kind == Replicated {
 		c.primary = "p"
+	}
+	if c.topo.Kind == Groups {
+		// A group's clients follow its primary through proxies the
+		// harness re-points (Promote): only the embedded toxiproxy can.
+		if _, local := c.prov.(*ProcessProvider); !local {
+			return fmt.Errorf("topology %s needs the process provider, not %T", c.topo, c.prov)
+		}
+		c.groupPrimary = map[string]string{}
+		for _, g := range c.topo.Masters() {
+			c.groupPrimary[g] = g
+			c.nodes[g+"r"].upstream = g
+		}
 	}
 	if a, ok := c.prov.(adopter); ok {
 		return c.adopt(ctx, a, persistenceGiven)
@@ -232,8 +287,17 @@ func (c *Cluster) start(ctx context.Context, persistenceGiven bool) error {
 			return err
 		}
 	}
+	if c.topo.Kind == Groups {
+		if err := c.wireGroups(ctx); err != nil {
+			return err
+		}
+	}
 	if c.topo.Sentinels {
 		if err := c.each(c.topo.SentinelNames(), func(n *node) error { return c.startNode(ctx, n) }); err != nil {
+			return err
+		}
+		// Clients reach the Sentinels through their own proxies too.
+		if err := c.makeProxies(); err != nil {
 			return err
 		}
 		if err := c.waitSentinels(ctx); err != nil {
@@ -263,43 +327,33 @@ func (c *Cluster) each(names []string, f func(*node) error) error {
 	return errors.Join(errs...)
 }
 
+// makeProxies makes the proxies of the links into running processes that
+// have none yet: the data nodes' first, the Sentinels' once they run.
+// c.links keeps the topology's order whatever the order of creation.
 func (c *Cluster) makeProxies() error {
 	host := c.prov.ProxyHost()
+	var links []Link
 	for _, l := range c.wantedLinks() {
-		p := toxiproxy.NewProxy(c.tox, l.String(), net.JoinHostPort(host, "0"), c.nodes[l.To].addr)
-		if err := c.tox.Collection.Add(p, true); err != nil {
-			return fmt.Errorf("proxy %s: %w", l, err)
+		if c.proxies[l.String()] == nil {
+			if n := c.nodes[l.To]; n.addr != "" {
+				p := toxiproxy.NewProxy(c.tox, l.String(), net.JoinHostPort(host, "0"), n.addr)
+				if err := c.tox.Collection.Add(p, true); err != nil {
+					return fmt.Errorf("proxy %s: %w", l, err)
+				}
+				c.proxies[l.String()] = localProxy{p}
+			}
 		}
-		c.proxies[l.String()] = localProxy{p}
-		c.links = append(c.links, l)
+		if c.proxies[l.String()] != nil {
+			links = append(links, l)
+		}
 	}
+	c.links = links
 	return nil
 }
 
 // wantedLinks are the links of the topology, in the order Links lists
-// them: client links by client then node, replication links, peer links.
-func (c *Cluster) wantedLinks() []Link {
-	var out []Link
-	for i := 0; i < c.spec.Clients; i++ {
-		for _, x := range c.order {
-			out = append(out, Link{From: "c" + strconv.Itoa(i), To: x})
-		}
-	}
-	if c.topo.Kind != Replicated {
-		return out
-	}
-	for _, a := range c.order {
-		for _, b := range c.order {
-			if a != b {
-				out = append(out, Link{From: a, To: b})
-			}
-		}
-	}
-	for _, x := range c.order {
-		out = append(out, Link{From: "peer", To: x})
-	}
-	return out
-}
+// them (Topology.Links).
+func (c *Cluster) wantedLinks() []Link { return c.topo.Links(c.spec.Clients) }
 
 // wire makes the replicated topology: every node announces its peer proxy,
 // replicas replicate from p through their own replication proxies.
@@ -348,9 +402,16 @@ func (c *Cluster) announced(name string) (host, port string) {
 // announceAddr is the address a data node announces, which is where
 // Sentinel says it is: its peer proxy, or what an external deployment's
 // config says. "" if there is none.
+//
+// A Sentinel announces its own address to the other Sentinels (with no
+// sentinel announce-ip, the address it has on its link to the primary,
+// which is its own), and that is what SENTINEL SENTINELS tells a client.
 func (c *Cluster) announceAddr(name string) string {
 	if a := c.announce[name]; a != "" {
 		return a
+	}
+	if n := c.nodes[name]; n != nil && n.sentinel {
+		return n.addr
 	}
 	if p := c.proxies[PeerLink(name)]; p != nil {
 		return p.addr()
@@ -405,13 +466,33 @@ func (c *Cluster) follow(ctx context.Context, primary string) error {
 	return nil
 }
 
+// record is the provider's record of what to sweep, if it keeps one.
+func (c *Cluster) record() *record {
+	switch p := c.prov.(type) {
+	case *ProcessProvider:
+		return p.rec
+	case *DockerProvider:
+		return p.rec
+	}
+	return nil
+}
+
 // startNode starts n with its current persistence and role.
 func (c *Cluster) startNode(ctx context.Context, n *node) error {
-	s := ProcSpec{Name: n.name, Sentinel: n.sentinel, Dir: n.dir}
+	s := ProcSpec{Name: n.name, Sentinel: n.sentinel, Dir: n.dir, Login: c.sec.admin, Server: c.spec.Server}
 	if !n.sentinel {
 		s.Clock = c.spec.Clock
 		s.Wipe = n.persist == PersistNone
 		s.Persistence = n.persist
+	}
+	if c.secretDir != "" {
+		s.SecretDir = filepath.Join(c.secretDir, n.name)
+		s.TLS = c.sec.serverTLS()
+		if n.sentinel {
+			s.Secret = c.sec.sentinelSecrets()
+		} else {
+			s.Secret = c.sec.nodeSecrets()
+		}
 	}
 	switch {
 	case c.remote:
@@ -423,6 +504,15 @@ func (c *Cluster) startNode(ctx context.Context, n *node) error {
 		// replicas to share it.
 		s.Args = append(n.persist.args(), "--repl-diskless-sync-delay", "0")
 		s.Args = append(s.Args, c.spec.NodeArgs...)
+		if c.topo.Kind == Groups {
+			c.mu.Lock()
+			up := n.upstream
+			c.mu.Unlock()
+			if px := c.proxies[ReplicationLink(n.name, up)]; up != "" && px != nil {
+				h, p, _ := net.SplitHostPort(px.addr())
+				s.Args = append(s.Args, "--replicaof", h, p)
+			}
+		}
 		if c.topo.Kind == Replicated && c.proxies[PeerLink(n.name)] != nil {
 			host, port := c.announced(n.name)
 			s.Args = append(s.Args, "--replica-announce-ip", host, "--replica-announce-port", port)
@@ -441,9 +531,7 @@ func (c *Cluster) startNode(ctx context.Context, n *node) error {
 	}
 	if n.addr == "" {
 		n.addr = addr
-		n.admin = redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second,
-			ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, PoolSize: 2,
-			DisableIdentity: true, Protocol: 2})
+		n.admin = redis.NewClient(adminOptions(addr, c.sec.admin))
 	} else if addr != n.addr {
 		// A provider that cannot keep the address (a new container, say)
 		// would strand the proxies; refuse rather than misroute.
@@ -503,6 +591,11 @@ func (c *Cluster) Close() error {
 		}
 		if c.ownDir && c.dir != "" {
 			if err := os.RemoveAll(c.dir); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if c.secretDir != "" {
+			if err := os.RemoveAll(c.secretDir); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -663,6 +756,65 @@ func (c *Cluster) SetClock(name string, offset time.Duration) error {
 	return c.prov.SetClock(name, offset)
 }
 
+// Controls are the node controls of the cluster's provider.
+func (c *Cluster) Controls() Controls { return c.prov.Controls() }
+
+// ProviderName names the cluster's provider: process, docker or external.
+func (c *Cluster) ProviderName() string { return c.prov.Name() }
+
+// readValue reads a key of any type: a string's value, "" for a key of
+// another type (a reentrant lock's hash), nil when there is none.
+var readValue = redis.NewScript(`
+local t = redis.call('TYPE', KEYS[1]).ok
+if t == 'none' then return false end
+if t == 'string' then return redis.call('GET', KEYS[1]) end
+return ''`)
+
+// Values reads key on every data node, in parallel, through the
+// harness's own connections (no proxy: a partition does not hide a node):
+// node → the key's value, "" for a key that is not a string. Nodes without
+// the key, down, or not answering within timeout (a paused node) are left
+// out; Values returns by then, and a read still waiting ends on its own
+// within the connections' read timeout. It tells which nodes a lease rests
+// on.
+func (c *Cluster) Values(ctx context.Context, key string, timeout time.Duration) map[string]string {
+	type answer struct {
+		node, value string
+		ok          bool
+	}
+	ch := make(chan answer, len(c.order))
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	asked := 0
+	for _, name := range c.order {
+		// admin is set by the node's first start, within Start, and never
+		// again; n.mu is not taken, so a node being restarted does not hold
+		// the read up (it fails at once, as for a node that is down).
+		admin := c.nodes[name].admin
+		if admin == nil || c.closed.Load() {
+			continue
+		}
+		asked++
+		go func() {
+			// An error is redis.Nil (no key) or no answer.
+			v, err := readValue.Run(ctx, admin, []string{key}).Text()
+			ch <- answer{name, v, err == nil}
+		}()
+	}
+	out := map[string]string{}
+	for ; asked > 0; asked-- {
+		select {
+		case a := <-ch:
+			if a.ok {
+				out[a.node] = a.value
+			}
+		case <-ctx.Done():
+			return out
+		}
+	}
+	return out
+}
+
 // Topology is the cluster's topology.
 func (c *Cluster) Topology() Topology { return c.topo }
 
@@ -685,20 +837,28 @@ func (c *Cluster) Addr(name string) (string, error) {
 	return n.addr, nil
 }
 
-// ClientAddr is the address client i (from 0) uses for node: the proxy
-// c<i>-><node>.
+// ClientAddr is the address client i (from 0) uses for a data node or a
+// Sentinel: the proxy c<i>-><node>, or for a Sentinel of an external
+// deployment that declares no such link, the Sentinel's own address.
 func (c *Cluster) ClientAddr(client int, node string) (string, error) {
 	if client < 0 || client >= c.spec.Clients {
 		return "", fmt.Errorf("client %d: the cluster has clients 0..%d", client, c.spec.Clients-1)
 	}
-	if _, err := c.node("client address", node, true); err != nil {
+	n, err := c.node("client address", node, false)
+	if err != nil {
 		return "", err
 	}
-	return c.proxies[ClientLink(client, node)].addr(), nil
+	if p := c.proxies[ClientLink(client, node)]; p != nil {
+		return p.addr(), nil
+	}
+	if n.sentinel {
+		return n.addr, nil
+	}
+	return "", fmt.Errorf("client address: no link %s", ClientLink(client, node))
 }
 
-// SentinelAddrs are the Sentinels' addresses, or nil. Clients reach the
-// Sentinels directly: there is no proxy between a client and a Sentinel.
+// SentinelAddrs are the Sentinels' own addresses, bypassing every proxy,
+// or nil: for the harness's checks; clients get theirs from ClientView.
 func (c *Cluster) SentinelAddrs() []string {
 	var out []string
 	for _, s := range c.topo.SentinelNames() {

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/tumbler-dev/tumbler/access"
 )
 
 func testCtx(t testing.TB, d time.Duration) context.Context {
@@ -114,6 +116,7 @@ func TestParseTopology(t *testing.T) {
 		"replicated:1+sentinels":   {Kind: Replicated, N: 1, Sentinels: true},
 		"replicated:1 + sentinels": {Kind: Replicated, N: 1, Sentinels: true},
 		" Replicated : 3 ":         {Kind: Replicated, N: 3},
+		"groups:5":                 {Kind: Groups, N: 5},
 	}
 	for in, want := range good {
 		got, err := ParseTopology(in)
@@ -135,6 +138,8 @@ func TestParseTopology(t *testing.T) {
 		"replicated:0":            "1 to 8 replicas",
 		"replicated:2+watchers":   `unknown addition "watchers"`,
 		"cluster:3":               `unknown kind "cluster"`,
+		"groups:8":                "1 to 7 groups",
+		"groups:3+sentinels":      "groups run without Sentinels",
 	}
 	for in, want := range bad {
 		_, err := ParseTopology(in)
@@ -646,13 +651,13 @@ func TestClientViewJSON(t *testing.T) {
 	if back.Announced[peer] != "r1" {
 		t.Errorf("announced addresses %v lack r1's %s", back.Announced, peer)
 	}
-	if back.FailoverOptions() != nil {
+	if back.FailoverOptions(access.Login{}) != nil {
 		t.Error("failover options without sentinels")
 	}
 	// The dialer sends r1's announced address through c1->r1: cutting that
 	// link breaks the dial's first command, healing it restores it.
 	ctx := testCtx(t, 20*time.Second)
-	cl := redis.NewClient(&redis.Options{Addr: peer, Dialer: back.Dialer(), MaxRetries: -1, PoolSize: 1, DisableIdentity: true, Protocol: 2, ReadTimeout: time.Second})
+	cl := redis.NewClient(&redis.Options{Addr: peer, Dialer: back.Dialer(nil), MaxRetries: -1, PoolSize: 1, DisableIdentity: true, Protocol: 2, ReadTimeout: time.Second})
 	defer cl.Close()
 	if err := cl.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
@@ -699,4 +704,38 @@ func TestProviderRefusesWithErrUnsupported(t *testing.T) {
 	if err := c.Restart(testCtx(t, 20*time.Second), "n1", RestartOptions{}); err != nil {
 		t.Error(err)
 	}
+}
+
+// TestValuesReadsEveryNodeDirectly: Values reads a key on every data node
+// through the harness's own connections — a cut does not hide a node — and
+// leaves out the nodes without it, down, or too slow to answer (paused).
+func TestValuesReadsEveryNodeDirectly(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, Spec{Topology: Topology{Kind: Independent, N: 5}, Clients: 1})
+	ctx := testCtx(t, 30*time.Second)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(direct(t, c, "n1").Set(ctx, "k", "a", 0).Err())
+	must(direct(t, c, "n2").Set(ctx, "k", "a", 0).Err())
+	must(direct(t, c, "n3").HSet(ctx, "k", "owner", "1").Err())
+	must(direct(t, c, "n4").Set(ctx, "k", "b", 0).Err())
+	must(c.Cut(Blackhole, Both, ClientLink(0, "n1"), ClientLink(0, "n2")))
+	must(c.Pause("n4"))
+	t.Cleanup(func() { _ = c.Resume("n4") })
+	must(c.Kill("n2"))
+	began := time.Now()
+	got := c.Values(ctx, "k", 300*time.Millisecond)
+	took := time.Since(began)
+	want := map[string]string{"n1": "a", "n3": ""}
+	if len(got) != len(want) || got["n1"] != "a" || got["n3"] != "" {
+		t.Errorf("Values = %v, want %v (n2 down, n4 paused, n5 without the key)", got, want)
+	}
+	if _, ok := got["n3"]; !ok {
+		t.Error("a hash key (a reentrant lock's) is not reported")
+	}
+	t.Logf("Values with a paused node took %v (bound 300ms)", took)
 }

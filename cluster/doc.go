@@ -1,6 +1,5 @@
 // Package cluster runs the real Redis topologies tumbler tests, with a
-// toxiproxy proxy on every link and the controls a nemesis needs
-// (DESIGN.md §4).
+// toxiproxy proxy on every link and the controls a nemesis needs.
 //
 // # Topologies
 //
@@ -17,6 +16,8 @@
 // names:
 //
 //	c<i>-><X>   client i → data node X; clients get these (ClientView)
+//	c<i>->s<j>  client i → Sentinel j, for clients that find the primary
+//	            through the Sentinels
 //	<a>-><b>    replica a → primary b; the harness points REPLICAOF here
 //	peer-><X>   the address X announces (replica-announce-ip/port), which
 //	            is how Sentinels — and replicas Sentinel re-points — reach X
@@ -29,10 +30,11 @@
 // # Clients in other processes
 //
 // A workload process gets its ClientView as JSON: its proxy address per
-// node (AddrList for Redlock), and with Sentinels the Sentinel addresses
-// and a Dialer that maps each node's announced address to the client's own
-// proxy to it, so a go-redis FailoverClient (FailoverOptions) follows a
-// failover without leaving its own links.
+// node (AddrList for Redlock), and with Sentinels its proxies to the
+// Sentinels and a Dialer that maps each node's and Sentinel's announced
+// address to the client's own proxy to it, so a go-redis FailoverClient
+// (FailoverOptions) asks the Sentinels and follows a failover without
+// leaving its own links.
 //
 // # Node controls
 //
@@ -61,6 +63,21 @@
 // and is idempotent; CloseOnSignal closes a cluster on Ctrl-C. Faults a
 // provider cannot take are errors wrapping ErrUnsupported.
 //
+// Spec.Server picks the software: Redis (redis-server, redis-sentinel) or
+// Valkey (valkey-server, valkey-sentinel; Debian's 8.0 from
+// bookworm-backports), same configuration and protocol.
+//
+// # Credentials and TLS
+//
+// Spec.Access (package access) says how clients and the harness log in:
+// a password, an ACL user and its password, TLS with a CA, client
+// certificates and a server name. Servers tumbler starts are configured
+// with it (users, masterauth, Sentinel auth-pass and sentinel-pass,
+// tls-port and tls-replication) from a private directory outside Dir, so
+// no report or log holds a secret; an external deployment must be set up
+// so already. CheckClients logs every client in through its own proxies
+// before a run; refusals wrap ErrAccess and name the node.
+//
 // DockerProvider runs each process in containers (testcontainers-go) of a
 // Redis image on a Docker network of its own; the proxies listen on the
 // network's gateway. With no registry at hand, BuildRedisImage builds
@@ -78,7 +95,7 @@
 // # Limits
 //
 // Sentinels reach a node through one shared peer proxy, so a single
-// Sentinel cannot be cut from a single node. Clients reach the Sentinels
+// Sentinel cannot be cut from a single node; Sentinels reach each other
 // directly. Sentinel re-points replicas at peer proxies during its
 // failover; WaitFailover moves them back onto their replication links.
 // After Promote the Sentinels monitor afresh and need about 2 s of hello

@@ -21,15 +21,21 @@ import (
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
+
+	"github.com/tumbler-dev/tumbler/access"
 )
 
 // DockerOptions configure a DockerProvider.
 type DockerOptions struct {
-	// Image runs the data nodes and Sentinels. Empty means RedisImage(),
-	// built on this machine by BuildRedisImage when missing. Any image
-	// with redis-server and redis-sentinel on PATH and a pass-through
-	// entrypoint works (OfficialRedisImage, pulled if missing), but only
-	// an image labelled ClockShimLabel can take clock faults.
+	// Server is the software the containers run (default Redis).
+	Server Server
+	// Image runs the data nodes and Sentinels. Empty means
+	// ServerImage(Server), built on this machine by BuildServerImage when
+	// missing. Any image with the server's binaries (redis-server and
+	// redis-sentinel, or valkey-server and valkey-sentinel) on PATH and a
+	// pass-through entrypoint works (OfficialRedisImage, pulled if
+	// missing), but only an image labelled ClockShimLabel can take clock
+	// faults.
 	Image string
 	// Logf gets testcontainers-go's messages about each container; nil
 	// drops them.
@@ -95,16 +101,19 @@ const (
 	dockerServerPort   = 6379
 	dockerSentinelPort = 26379
 	dockerMount        = "/tumbler"
+	// dockerSecretMount is where a process's private directory
+	// (ProcSpec.SecretDir) is mounted.
+	dockerSecretMount = "/tumbler-secret"
 )
 
 // NewDockerProvider connects to the Docker daemon, makes sure the image is
-// there (building RedisImage() if o.Image is empty) and creates the
+// there (building ServerImage(o.Server) if o.Image is empty) and creates the
 // provider's network.
 func NewDockerProvider(ctx context.Context, o DockerOptions) (*DockerProvider, error) {
 	image := o.Image
 	if image == "" {
 		var err error
-		if image, err = BuildRedisImage(ctx); err != nil {
+		if image, err = BuildServerImage(ctx, o.Server); err != nil {
 			return nil, err
 		}
 	}
@@ -255,15 +264,15 @@ func (d *DockerProvider) Start(ctx context.Context, s ProcSpec) (string, error) 
 	if err := d.remove(ctx, c); err != nil {
 		return "", fmt.Errorf("start %s: %w", s.Name, err)
 	}
-	cmd := append([]string{s.binary()}, redisArgs(s, dockerMount, "0.0.0.0", c.port)...)
+	cmd := append([]string{s.binary()}, redisArgs(s, dockerMount, dockerSecretMount, "0.0.0.0", c.port)...)
 	logStart := fileSize(c.log)
-	if err := d.create(ctx, c, cmd, env); err != nil {
+	if err := d.create(ctx, c, cmd, env, s.SecretDir); err != nil {
 		return "", fmt.Errorf("start %s: %w", s.Name, err)
 	}
-	if err := d.waitReady(ctx, c); err != nil {
+	if err := d.waitReady(ctx, c, s.Login); err != nil {
 		logs := d.containerLogs(c)
 		_, _ = d.cli.ContainerKill(context.Background(), c.id, client.ContainerKillOptions{Signal: "KILL"})
-		return "", fmt.Errorf("start %s in container %s on %s: %w%s", s.Name, c.id[:12], c.addr(), err, logTail(c.log, logStart, logs))
+		return "", fmt.Errorf("start %s in container %s on %s: %w%s", s.Name, c.id[:12], c.addr(), err, s.Login.Redact(logTail(c.log, logStart, logs)))
 	}
 	return c.addr(), nil
 }
@@ -276,7 +285,7 @@ func (c *dctr) containerName(run string) string { return "tumbler-" + run + "-" 
 // image is local, so testcontainers does not pull it (it pulls only what
 // ImageInspect does not find); nothing asks it for host-port access, which
 // would pull an sshd image.
-func (d *DockerProvider) create(ctx context.Context, c *dctr, cmd []string, env map[string]string) error {
+func (d *DockerProvider) create(ctx context.Context, c *dctr, cmd []string, env map[string]string, secretDir string) error {
 	labels := d.labels()
 	labels["tumbler.node"] = c.name
 	user := strconv.Itoa(os.Getuid()) + ":" + strconv.Itoa(os.Getgid())
@@ -293,6 +302,9 @@ func (d *DockerProvider) create(ctx context.Context, c *dctr, cmd []string, env 
 		}),
 		testcontainers.WithHostConfigModifier(func(h *container.HostConfig) {
 			h.Binds = []string{c.dir + ":" + dockerMount}
+			if secretDir != "" {
+				h.Binds = append(h.Binds, secretDir+":"+dockerSecretMount)
+			}
 			h.NetworkMode = container.NetworkMode("container:" + c.sandbox)
 		}),
 	)
@@ -360,13 +372,13 @@ func (d *DockerProvider) createSandbox(ctx context.Context, c *dctr) error {
 
 func (d *DockerProvider) pullHint(err error) error {
 	if err != nil && strings.Contains(err.Error(), "pull") {
-		return fmt.Errorf("%w (image %s is not on this machine and could not be pulled; build tumbler's with BuildRedisImage or pull it beforehand)", err, d.image)
+		return fmt.Errorf("%w (image %s is not on this machine and could not be pulled; build tumbler's with BuildServerImage or pull it beforehand)", err, d.image)
 	}
 	return err
 }
 
 // waitReady waits until c answers PING, or its container stops.
-func (d *DockerProvider) waitReady(ctx context.Context, c *dctr) error {
+func (d *DockerProvider) waitReady(ctx context.Context, c *dctr, login access.Login) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	exited := make(chan struct{})
@@ -378,7 +390,7 @@ func (d *DockerProvider) waitReady(ctx context.Context, c *dctr) error {
 		case <-res.Error:
 		}
 	}()
-	return waitPing(ctx, c.addr(), exited)
+	return waitPing(ctx, c.addr(), login, exited)
 }
 
 func (d *DockerProvider) containerLogs(c *dctr) string {
@@ -477,6 +489,15 @@ func (d *DockerProvider) pause(name string, pause bool) error {
 		return fmt.Errorf("%s %s: %w", op, name, err)
 	}
 	return nil
+}
+
+// Controls is every control, but clock offsets only with an image that has
+// the clock shim (tumbler's own has).
+func (d *DockerProvider) Controls() Controls {
+	if d.shim == "" {
+		return AllControls &^ CanClock
+	}
+	return AllControls
 }
 
 // SetClock implements Provider: the offset file is bind-mounted into the

@@ -23,6 +23,9 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/redis/go-redis/v9"
 	"github.com/testcontainers/testcontainers-go"
+
+	"github.com/tumbler-dev/tumbler/access"
+	"github.com/tumbler-dev/tumbler/internal/tlstest"
 )
 
 // Docker tests run wherever a Docker daemon answers. Without one they are
@@ -523,5 +526,98 @@ func TestDockerStartFailure(t *testing.T) {
 	}
 	if n := runLeftovers(t, prov.Run()); n != 0 {
 		t.Fatalf("a failed Start left %d containers/networks", n)
+	}
+}
+
+// TestDockerAccess: containers run with an ACL user, a default-user
+// password and TLS with client certificates, their secret files mounted
+// from a private directory: clients log in through their proxies,
+// Sentinel fails over with TLS and auth-pass, and the cluster's directory
+// (the containers' bind mount) holds no secret.
+func TestDockerAccess(t *testing.T) {
+	t.Parallel()
+	image := dockerImage(t)
+	certs := tlstest.Certs(t)
+	pw := "docker-" + t.Name() + "-pw"
+	pwFile := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(pwFile, []byte(pw), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	c, _ := startDocker(t, image, Spec{Topology: topo(t, "replicated:1+sentinels"), Clients: 1, Dir: dir,
+		Access: &access.Config{
+			Client: access.Credentials{User: "locks", Password: access.Secret{File: pwFile}},
+			TLS: &access.TLS{CAFile: certs.CA, CertFile: certs.ClientCert, KeyFile: certs.ClientKey, ServerName: tlstest.ServerName,
+				ServerCertFile: certs.ServerCert, ServerKeyFile: certs.ServerKey},
+		}})
+	ctx := testCtx(t, 90*time.Second)
+	if err := c.CheckClients(ctx); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := c.ClientView(0)
+	login, err := v.Login()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := redis.NewFailoverClient(v.FailoverOptions(login))
+	defer fc.Close()
+	if err := fc.Set(ctx, "tumbler:k", "v", 0).Err(); err != nil {
+		t.Fatalf("set as locks over TLS: %v", err)
+	}
+	if err := c.Kill("p"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.WaitFailover(ctx, "p"); err != nil || got != "r1" {
+		t.Fatalf("failover: %s, %v", got, err)
+	}
+	grepDir(t, dir, pw)
+}
+
+// TestDockerValkey builds tumbler's Valkey image (debootstrap bookworm with
+// valkey from bookworm-backports; minutes on first use, once per machine)
+// and fails a Valkey primary over to its replica in containers.
+func TestDockerValkey(t *testing.T) {
+	needDocker(t)
+	image := os.Getenv(ImageEnv(Valkey))
+	if image == "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		var err error
+		start := time.Now()
+		if image, err = BuildServerImage(ctx, Valkey); err != nil {
+			_, noDeboot := exec.LookPath("debootstrap")
+			if os.Getenv(dockerTestsEnv) != "1" && (os.Geteuid() != 0 || noDeboot != nil) {
+				t.Skipf("cannot build the Valkey image here: %v", err)
+			}
+			t.Fatalf("build the Valkey image: %v", err)
+		}
+		t.Logf("%s ready in %v", image, time.Since(start).Round(100*time.Millisecond))
+	}
+	ctx := testCtx(t, 2*time.Minute)
+	prov, err := NewDockerProvider(ctx, DockerOptions{Server: Valkey, Image: image, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Start(ctx, Spec{Topology: topo(t, "replicated:1+sentinels"), Clients: 1, Provider: prov, Server: Valkey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		if n := runLeftovers(t, prov.Run()); n != 0 {
+			t.Errorf("Close left %d containers/networks", n)
+		}
+	})
+	v, err := c.Version(ctx)
+	if err != nil || !strings.HasPrefix(v, "valkey 8.") {
+		t.Fatalf("version %q, %v: want valkey 8", v, err)
+	}
+	if err := c.Kill("p"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.WaitFailover(ctx, "p"); err != nil || got != "r1" {
+		t.Fatalf("failover: %s, %v", got, err)
 	}
 }

@@ -43,25 +43,51 @@ const (
 )
 
 const (
-	redisImageRepo = "tumbler/redis"
-	// redisImageRecipe is part of the image's key: change it whenever the
-	// build below changes, so machines build the new image.
-	redisImageRecipe = "debootstrap --variant=minbase bookworm +redis-server,redis-sentinel,redis-tools; shim; v1"
-	imageShimPath    = "/usr/local/lib/tumbler/clockshim.so"
+	imageShimPath = "/usr/local/lib/tumbler/clockshim.so"
 	// DefaultDebianMirror is where debootstrap fetches packages unless
 	// TUMBLER_DEBIAN_MIRROR names another mirror.
 	DefaultDebianMirror = "http://deb.debian.org/debian"
 )
 
-// RedisImage is the tag of tumbler's Redis image for this version of the
-// build and of the clock shim: tumbler/redis:<key>. BuildRedisImage makes
-// it; a machine builds each key once.
-func RedisImage() string {
-	h := sha256.New()
-	h.Write([]byte(redisImageRecipe))
-	h.Write(clockShimSource)
-	return redisImageRepo + ":" + hex.EncodeToString(h.Sum(nil))[:12]
+// imageRecipe is how tumbler's image of server is built: the debootstrap
+// suites and packages. It is part of the image's key: change it whenever
+// the build below changes, so machines build the new image.
+//
+// Redis is in bookworm, so debootstrap includes it. Valkey 8.0 is in
+// bookworm-backports only, which debootstrap's --extra-suites cannot
+// install from (its second stage finds no archive to install), so the
+// root is bootstrapped bare and Valkey installed in it afterwards by apt
+// from the backports suite of the same mirror.
+func imageRecipe(server Server) (backports bool, packages []string, recipe string) {
+	packages = []string{server.Binary(false), server.Binary(true), server.Name() + "-tools"}
+	backports = server.Name() == string(Valkey)
+	recipe = "debootstrap --variant=minbase bookworm +" + strings.Join(packages, ",") + "; shim; v1"
+	if backports {
+		recipe = "debootstrap --variant=minbase bookworm; apt-get -t bookworm-backports " + strings.Join(packages, ",") + "; shim; v1"
+	}
+	return backports, packages, recipe
 }
+
+// ImageEnv names the environment variable that overrides the image of
+// server: TUMBLER_REDIS_IMAGE or TUMBLER_VALKEY_IMAGE.
+func ImageEnv(server Server) string {
+	return "TUMBLER_" + strings.ToUpper(server.Name()) + "_IMAGE"
+}
+
+// ServerImage is the tag of tumbler's image of server for this version of
+// the build and of the clock shim: tumbler/redis:<key>,
+// tumbler/valkey:<key>. BuildServerImage makes it; a machine builds each
+// key once.
+func ServerImage(server Server) string {
+	_, _, recipe := imageRecipe(server)
+	h := sha256.New()
+	h.Write([]byte(recipe))
+	h.Write(clockShimSource)
+	return "tumbler/" + server.Name() + ":" + hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// RedisImage is ServerImage(Redis).
+func RedisImage() string { return ServerImage(Redis) }
 
 // dockerClient is the Engine API client testcontainers-go would use: the
 // same DOCKER_HOST, context and ~/.testcontainers.properties resolution,
@@ -111,16 +137,23 @@ func imageLabels(ctx context.Context, cli *testcontainers.DockerClient, ref stri
 
 var redisBuild sync.Mutex
 
-// BuildRedisImage makes RedisImage() unless it is on this machine already,
-// and returns its tag: a debootstrap --variant=minbase bookworm root with
-// redis-server, redis-sentinel, redis-tools and the clock shim (compiled
-// here with cc), without docs, man pages and apt lists, imported with
-// docker import. It needs root, debootstrap and a reachable Debian mirror
-// (TUMBLER_DEBIAN_MIRROR, else DefaultDebianMirror); it takes about 40 s.
-// Builders in other processes wait for each other (a lock under
-// StateDir()), so a machine builds the image once.
-func BuildRedisImage(ctx context.Context) (string, error) {
-	tag := RedisImage()
+// BuildRedisImage is BuildServerImage(ctx, Redis).
+func BuildRedisImage(ctx context.Context) (string, error) { return BuildServerImage(ctx, Redis) }
+
+// BuildServerImage makes ServerImage(server) unless it is on this machine
+// already, and returns its tag: a debootstrap --variant=minbase bookworm
+// root with redis-server, redis-sentinel, redis-tools (Valkey: valkey-server,
+// valkey-sentinel and valkey-tools, from bookworm-backports) and the clock
+// shim (compiled here with cc), without docs, man pages and apt lists,
+// imported with docker import. It needs root, debootstrap and a reachable
+// Debian mirror (TUMBLER_DEBIAN_MIRROR, else DefaultDebianMirror); it takes
+// about 40 s. Builders in other processes wait for each other (a lock
+// under StateDir()), so a machine builds each image once.
+func BuildServerImage(ctx context.Context, server Server) (string, error) {
+	if err := server.Validate(); err != nil {
+		return "", err
+	}
+	tag := ServerImage(server)
 	cli, err := dockerClient(ctx)
 	if err != nil {
 		return "", err
@@ -131,7 +164,7 @@ func BuildRedisImage(ctx context.Context) (string, error) {
 	}
 	redisBuild.Lock()
 	defer redisBuild.Unlock()
-	unlock, err := lockFile(ctx, filepath.Join(StateDir(), "redis-image.lock"))
+	unlock, err := lockFile(ctx, filepath.Join(StateDir(), server.Name()+"-image.lock"))
 	if err != nil {
 		return "", fmt.Errorf("build %s: %w", tag, err)
 	}
@@ -139,15 +172,15 @@ func BuildRedisImage(ctx context.Context) (string, error) {
 	if _, found, err := imageLabels(ctx, cli, tag); err != nil || found {
 		return tag, err // built by someone else while we waited
 	}
-	if err := buildRedisImage(ctx, cli, tag); err != nil {
+	if err := buildServerImage(ctx, cli, server, tag); err != nil {
 		return "", fmt.Errorf("build %s: %w", tag, err)
 	}
 	return tag, nil
 }
 
-func buildRedisImage(ctx context.Context, cli *testcontainers.DockerClient, tag string) error {
+func buildServerImage(ctx context.Context, cli *testcontainers.DockerClient, server Server, tag string) error {
 	if os.Geteuid() != 0 {
-		return fmt.Errorf("debootstrap needs root; run once as root to build the image, or use an image with Redis in it, e.g. %s (without clock faults)", OfficialRedisImage)
+		return fmt.Errorf("debootstrap needs root; run once as root to build the image, or set %s to an image with %s in it (without clock faults)", ImageEnv(server), server.Binary(false))
 	}
 	deboot, err := exec.LookPath("debootstrap")
 	if err != nil {
@@ -175,8 +208,12 @@ func buildRedisImage(ctx context.Context, cli *testcontainers.DockerClient, tag 
 	if mirror == "" {
 		mirror = DefaultDebianMirror
 	}
-	cmd := exec.CommandContext(ctx, deboot, "--variant=minbase", "--include=redis-server,redis-sentinel,redis-tools",
-		"bookworm", root, mirror)
+	backports, packages, _ := imageRecipe(server)
+	args := []string{"--variant=minbase"}
+	if !backports {
+		args = append(args, "--include="+strings.Join(packages, ","))
+	}
+	cmd := exec.CommandContext(ctx, deboot, append(args, "bookworm", root, mirror)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		detail := tailString(string(out), 1500)
@@ -185,7 +222,12 @@ func buildRedisImage(ctx context.Context, cli *testcontainers.DockerClient, tag 
 		}
 		return fmt.Errorf("debootstrap bookworm from %s: %v: %s", mirror, err, detail)
 	}
-	for _, bin := range []string{"usr/bin/redis-server", "usr/bin/redis-sentinel", "usr/bin/redis-cli"} {
+	if backports {
+		if err := installBackports(ctx, root, mirror, packages); err != nil {
+			return err
+		}
+	}
+	for _, bin := range []string{"usr/bin/" + server.Binary(false), "usr/bin/" + server.Binary(true), "usr/bin/" + server.Name() + "-cli"} {
 		if _, err := os.Stat(filepath.Join(root, bin)); err != nil {
 			return fmt.Errorf("debootstrap left no /%s", bin)
 		}
@@ -219,15 +261,52 @@ func buildRedisImage(ctx context.Context, cli *testcontainers.DockerClient, tag 
 	importErr := importImage(ctx, cli, stream, tag, []string{
 		// No ENTRYPOINT, so the provider's command runs as given, as
 		// with the official image's pass-through entrypoint.
-		`CMD ["redis-server", "--protected-mode", "no"]`,
+		`CMD ["` + server.Binary(false) + `", "--protected-mode", "no"]`,
 		"LABEL " + ClockShimLabel + "=" + imageShimPath,
-		"LABEL org.opencontainers.image.description=\"tumbler: Debian bookworm redis-server, redis-sentinel, redis-tools and the clock shim\"",
+		"LABEL org.opencontainers.image.description=\"tumbler: Debian bookworm " + strings.Join(packages, ", ") + " and the clock shim\"",
 	})
 	_, _ = io.Copy(io.Discard, stream)
 	if err := tarCmd.Wait(); err != nil {
 		return fmt.Errorf("tar the root: %v: %s", err, tailString(tarErr.String(), 1000))
 	}
 	return importErr
+}
+
+// installBackports installs packages from bookworm-backports into the
+// bootstrapped root with apt in a chroot: the suite from the same mirror,
+// the host's resolver, no service started (policy-rc.d), /proc mounted for
+// the maintainer scripts (unmountUnder takes it down).
+func installBackports(ctx context.Context, root, mirror string, packages []string) error {
+	files := map[string]string{
+		"etc/apt/sources.list.d/bookworm-backports.list": "deb " + mirror + " bookworm-backports main\n",
+		"usr/sbin/policy-rc.d":                           "#!/bin/sh\nexit 101\n",
+	}
+	if b, err := os.ReadFile("/etc/resolv.conf"); err == nil {
+		files["etc/resolv.conf"] = string(b)
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(root, name), []byte(text), 0o755); err != nil {
+			return fmt.Errorf("prepare the root for bookworm-backports: %w", err)
+		}
+	}
+	if err := unix.Mount("proc", filepath.Join(root, "proc"), "proc", 0, ""); err != nil {
+		return fmt.Errorf("mount /proc in the root: %w", err)
+	}
+	for _, argv := range [][]string{
+		{"apt-get", "update", "-qq"},
+		append([]string{"apt-get", "install", "-y", "-qq", "--no-install-recommends", "-t", "bookworm-backports"}, packages...),
+	} {
+		cmd := exec.CommandContext(ctx, "chroot", append([]string{root}, argv...)...)
+		cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "DEBIAN_FRONTEND=noninteractive", "LANG=C"}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("chroot %s: %v: %s", strings.Join(argv, " "), err, tailString(string(out), 1500))
+		}
+	}
+	for _, name := range []string{"usr/sbin/policy-rc.d", "etc/apt/sources.list.d/bookworm-backports.list"} {
+		_ = os.Remove(filepath.Join(root, name))
+	}
+	return unix.Unmount(filepath.Join(root, "proc"), unix.MNT_DETACH)
 }
 
 // importImage is docker import: a root file system as a tar stream, plus

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/tumbler-dev/tumbler/access"
 )
 
 // ExternalConfig describes a Redis deployment that tumbler does not run,
@@ -44,8 +46,10 @@ type ExternalConfig struct {
 	Toxiproxy string `json:"toxiproxy"`
 	// Links maps link names (see Link) to proxies in that toxiproxy. The
 	// client links c<i>-><node> of every client a run uses are required;
-	// replication links <replica>-><primary> and peer links peer-><node>
-	// are optional, and faults on links that are not declared are refused.
+	// client links to the Sentinels c<i>->s<j> (without them clients reach
+	// the Sentinels directly), replication links <replica>-><primary> and
+	// peer links peer-><node> are optional, and faults on links that are
+	// not declared are refused.
 	Links map[string]ExternalLink `json:"links"`
 	// Persistence the data nodes run with, if known ("none",
 	// "aof-everysec", "aof-always"). A run then restarts nodes in that mode
@@ -56,6 +60,10 @@ type ExternalConfig struct {
 	Hooks ExternalHooks `json:"hooks,omitempty"`
 	// HookTimeout bounds each hook, as a Go duration ("30s" if empty).
 	HookTimeout string `json:"hook_timeout,omitempty"`
+	// Access is how to log in to the deployment: the clients' and the
+	// harness's credentials (secrets as files or environment variables)
+	// and TLS. A run's own access settings take precedence.
+	Access *access.Config `json:"access,omitempty"`
 }
 
 // ExternalNode is one node of an external deployment.
@@ -65,8 +73,9 @@ type ExternalNode struct {
 	Addr string `json:"addr"`
 	// Announce is the address a data node announces to Sentinel
 	// (replica-announce-ip/port), which is what Sentinel reports as the
-	// primary's address; empty means Addr. Clients following a failover
-	// map it to their own proxy to the node.
+	// primary's address, or the address a Sentinel announces to the other
+	// Sentinels (sentinel announce-ip/port); empty means Addr. Clients
+	// following a failover map it to their own proxy to the node.
 	Announce string `json:"announce,omitempty"`
 }
 
@@ -167,9 +176,7 @@ func (cfg ExternalConfig) Validate() error {
 			errs = append(errs, fmt.Errorf("nodes: %s: addr: %w", name, err))
 		}
 		if n.Announce != "" {
-			if !slices.Contains(data, name) {
-				errs = append(errs, fmt.Errorf("nodes: %s: announce is for data nodes, not Sentinels", name))
-			} else if err := checkHostPort(n.Announce); err != nil {
+			if err := checkHostPort(n.Announce); err != nil {
 				errs = append(errs, fmt.Errorf("nodes: %s: announce: %w", name, err))
 			}
 		}
@@ -211,6 +218,9 @@ func (cfg ExternalConfig) Validate() error {
 	if _, err := cfg.hookTimeout(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := cfg.Access.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("access: %w", err))
+	}
 	return errors.Join(errs...)
 }
 
@@ -220,8 +230,13 @@ func (cfg ExternalConfig) checkLink(name string, l ExternalLink) error {
 		return err
 	}
 	data := cfg.Topology.Nodes()
-	if !slices.Contains(data, lk.To) {
-		return fmt.Errorf("%s: %q is not a data node of %s (%s)", name, lk.To, cfg.Topology, strings.Join(data, ", "))
+	sentinels := cfg.Topology.SentinelNames()
+	if slices.Contains(sentinels, lk.To) {
+		if !isClient(lk.From) {
+			return fmt.Errorf("%s: only clients have links to a Sentinel", name)
+		}
+	} else if !slices.Contains(data, lk.To) {
+		return fmt.Errorf("%s: %q is not a data node or Sentinel of %s (%s)", name, lk.To, cfg.Topology, strings.Join(append(data, sentinels...), ", "))
 	}
 	switch {
 	case isClient(lk.From):
@@ -323,6 +338,30 @@ func NewExternalProvider(cfg ExternalConfig) (*ExternalProvider, error) {
 // Name is "external".
 func (e *ExternalProvider) Name() string { return "external" }
 
+// Controls are what the config has hooks for: kill/start needs both hooks,
+// pause/resume both, clock its hook; wipe needs the wipe hook unless the
+// deployment runs without persistence (a start is empty anyway). The
+// deployment keeps its own persistence mode.
+func (e *ExternalProvider) Controls() Controls { return e.cfg.controls() }
+
+func (cfg ExternalConfig) controls() Controls {
+	h := cfg.Hooks
+	var c Controls
+	if h.Kill != "" && h.Start != "" {
+		c |= CanKill
+	}
+	if h.Wipe != "" || cfg.Persistence == PersistNone {
+		c |= CanWipe
+	}
+	if h.Pause != "" && h.Resume != "" {
+		c |= CanPause
+	}
+	if h.Clock != "" {
+		c |= CanClock
+	}
+	return c
+}
+
 // ProxyHost is the host of the user's toxiproxy API. The cluster makes no
 // proxies of its own for an external deployment.
 func (e *ExternalProvider) ProxyHost() string {
@@ -367,7 +406,7 @@ func (e *ExternalProvider) Start(ctx context.Context, s ProcSpec) (string, error
 			return "", err
 		}
 	}
-	if err := waitPing(ctx, n.Addr, nil); err != nil {
+	if err := waitPing(ctx, n.Addr, s.Login, nil); err != nil {
 		return "", fmt.Errorf("start %s: %s: %w", s.Name, n.Addr, err)
 	}
 	e.mu.Lock()
@@ -553,10 +592,13 @@ type adopter interface {
 }
 
 type adoption struct {
-	proxies     map[string]linkProxy // by link name
-	announce    map[string]string    // data node → the address it announces
-	persistence Persistence          // declared, or ""
-	apiAddr     string
+	proxies  map[string]linkProxy // by link name
+	announce map[string]string    // data node → the address it announces
+	// sentinelAnnounce: Sentinel → the address it announces to the other
+	// Sentinels, which is where a client that asks them finds it.
+	sentinelAnnounce map[string]string
+	persistence      Persistence // declared, or ""
+	apiAddr          string
 }
 
 func (e *ExternalProvider) adopt(topo Topology, clients int) (*adoption, error) {
@@ -593,11 +635,19 @@ func (e *ExternalProvider) adopt(topo Topology, clients int) (*adoption, error) 
 			ad.proxies[name] = p
 		}
 	}
+	ad.sentinelAnnounce = map[string]string{}
 	for _, x := range topo.Nodes() {
 		n := e.cfg.Nodes[x]
 		ad.announce[x] = n.Addr
 		if n.Announce != "" {
 			ad.announce[x] = n.Announce
+		}
+	}
+	for _, x := range topo.SentinelNames() {
+		n := e.cfg.Nodes[x]
+		ad.sentinelAnnounce[x] = n.Addr
+		if n.Announce != "" {
+			ad.sentinelAnnounce[x] = n.Announce
 		}
 	}
 	u, _ := url.Parse(e.cfg.Toxiproxy)
@@ -625,6 +675,9 @@ func (c *Cluster) adopt(ctx context.Context, a adopter, persistenceGiven bool) e
 		if c.proxies[l.String()] != nil {
 			c.links = append(c.links, l)
 		}
+	}
+	for name, a := range ad.sentinelAnnounce {
+		c.announce[name] = a
 	}
 	if !persistenceGiven && ad.persistence != "" {
 		c.spec.Persistence = ad.persistence

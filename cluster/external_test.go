@@ -18,7 +18,10 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
+
+	"github.com/tumbler-dev/tumbler/access"
 )
 
 // deployment is what a user runs and tumbler does not: daemonized
@@ -60,7 +63,7 @@ func startDeployment(t *testing.T, names ...string) *deployment {
 		}
 		dep.sh(strings.ReplaceAll(dep.hooks().Start, "{node}", name))
 		ctx := testCtx(t, 20*time.Second)
-		if err := waitPing(ctx, dep.nodes[name], nil); err != nil {
+		if err := waitPing(ctx, dep.nodes[name], access.Login{}, nil); err != nil {
 			t.Fatalf("deployment %s: %v", name, err)
 		}
 		dep.track()
@@ -602,5 +605,62 @@ func TestDeployExternalConfig(t *testing.T) {
 		if port != want || !strings.HasPrefix(p.Upstream, lk.To+":") {
 			t.Errorf("link %s dials port %s, proxy %s listens on %s for %s", name, want, p.Name, p.Listen, p.Upstream)
 		}
+	}
+}
+
+// TestExternalSentinels adopts a deployment with Sentinels and a password
+// (a cluster tumbler started, with its toxiproxy's API served): the
+// clients find the primary through their own proxies to the Sentinels, as
+// declared in the config (c0->s1..s3), log in with the config's access,
+// and lose the Sentinels when those links are cut.
+func TestExternalSentinels(t *testing.T) {
+	t.Setenv("TUMBLER_TEST_EXT_PW", "external-secret")
+	pw := access.Secret{Env: "TUMBLER_TEST_EXT_PW"}
+	inner := startCluster(t, Spec{Topology: topo(t, "replicated:1+sentinels"), Clients: 1, APIAddr: "127.0.0.1:0",
+		Access: &access.Config{Client: access.Credentials{Password: pw}}})
+	cfg := ExternalConfig{Topology: inner.Topology(), Nodes: map[string]ExternalNode{}, Links: map[string]ExternalLink{},
+		Toxiproxy: "http://" + inner.APIAddr(), Access: &access.Config{Client: access.Credentials{Password: pw}}}
+	for _, n := range append(inner.Nodes(), inner.Sentinels()...) {
+		addr, _ := inner.Addr(n)
+		cfg.Nodes[n] = ExternalNode{Addr: addr, Announce: inner.announceAddr(n)}
+		cfg.Links[ClientLink(0, n)] = ExternalLink{}
+	}
+	prov, err := NewExternalProvider(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t, 60*time.Second)
+	c, err := Start(ctx, Spec{Topology: cfg.Topology, Clients: 1, Provider: prov, Access: cfg.Access})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.CheckClients(ctx); err != nil {
+		t.Fatal(err)
+	}
+	v, err := c.ClientView(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1, _ := inner.LinkAddr(ClientLink(0, "s1"))
+	if v.Sentinels[0] != s1 {
+		t.Fatalf("client view sentinels %v: want the proxies, first %s", v.Sentinels, s1)
+	}
+	login, err := v.Login()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := redis.NewFailoverClient(v.FailoverOptions(login))
+	if err := fc.Set(ctx, "tumbler:ext", "1", 0).Err(); err != nil {
+		t.Fatalf("set through the Sentinels' proxies: %v", err)
+	}
+	_ = fc.Close()
+	if err := c.Cut(Reset, Both, ClientLink(0, "s1"), ClientLink(0, "s2"), ClientLink(0, "s3")); err != nil {
+		t.Fatal(err)
+	}
+	fc = redis.NewFailoverClient(v.FailoverOptions(login))
+	defer fc.Close()
+	if err := fc.Set(ctx, "tumbler:ext", "2", 0).Err(); err == nil {
+		t.Fatal("a client cut from every Sentinel found the primary")
 	}
 }

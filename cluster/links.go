@@ -11,11 +11,14 @@ import (
 	"github.com/Shopify/toxiproxy/v2/toxics"
 )
 
-// Link is one toxiproxy proxy: a path from a connecting side to a data node.
-// Its name, "<From>-><To>", is the proxy's name in toxiproxy's API too.
+// Link is one toxiproxy proxy: a path from a connecting side to a data node
+// or, for a client, a Sentinel. Its name, "<From>-><To>", is the proxy's
+// name in toxiproxy's API too. Topology.Links lists a topology's links.
 //
 //	c<i>-><X>   client i to node X (clients c0..c(K-1), Spec.Clients;
 //	            numbered from 0 like the history's clients)
+//	c<i>->s<j>  client i to Sentinel j: how a client that discovers the
+//	            primary through the Sentinels asks them
 //	<a>-><b>    replication: replica a replicates from b, for every ordered
 //	            pair of data nodes of a replicated topology
 //	peer-><X>   everything else that reaches X at the address X announces:
@@ -26,7 +29,7 @@ import (
 // at once; one Sentinel cannot be cut from one node alone.
 type Link struct {
 	From string // "c<i>", a data node, or "peer"
-	To   string // a data node
+	To   string // a data node, or a Sentinel for a client
 }
 
 // String is the link's name.
@@ -87,10 +90,45 @@ const (
 	// command. A replica notices within a second (its REPLCONF ACK).
 	Reset CutMode = "reset"
 	// Blackhole drops every byte and keeps connections open, so a request
-	// hangs until the client's own timeout (toxiproxy's timeout toxic with
-	// timeout 0). Healing closes the connections it held.
+	// hangs until the client's own timeout. As in a real partition, a side
+	// that closes its connection meanwhile is not seen to close by the
+	// other (its FIN is lost too): a replica re-pointed away from a
+	// partitioned primary stays connected to it as far as the primary can
+	// tell, which is what min-replicas-max-lag is about. Healing closes the
+	// connections it held. (In an external deployment's toxiproxy, which
+	// has only toxiproxy's own timeout toxic, a close does cross.)
 	Blackhole CutMode = "blackhole"
 )
+
+// partitionToxic is Blackhole in the cluster's own toxiproxy: toxiproxy's
+// timeout toxic with timeout 0 drops data but passes on the end of the
+// stream, so the far side sees a close that a partition would have lost.
+type partitionToxic struct{}
+
+// partitionToxicType is partitionToxic's name in toxiproxy's registry.
+const partitionToxicType = "tumbler_partition"
+
+func init() { toxics.Register(partitionToxicType, new(partitionToxic)) }
+
+func (partitionToxic) Pipe(stub *toxics.ToxicStub) {
+	for {
+		select {
+		case <-stub.Interrupt:
+			return
+		case c := <-stub.Input:
+			if c == nil {
+				// The near side closed. Keep the far side's connection
+				// until the heal (Cleanup), as a partition would.
+				<-stub.Interrupt
+				return
+			}
+			// Dropped.
+		}
+	}
+}
+
+// Cleanup closes the connection at the heal, as the timeout toxic does.
+func (partitionToxic) Cleanup(stub *toxics.ToxicStub) { stub.Close() }
 
 // Names of the toxics the cluster adds, per stream: one cut and one delay
 // at most, so applying a fault again replaces it.
@@ -110,7 +148,7 @@ func (c *Cluster) Cut(mode CutMode, dir Direction, links ...string) error {
 	case Reset:
 		typ, attrs = "reset_peer", &toxics.ResetToxic{Timeout: 0}
 	case Blackhole:
-		typ, attrs = "timeout", &toxics.TimeoutToxic{Timeout: 0}
+		typ, attrs = partitionToxicType, &partitionToxic{}
 	default:
 		return fmt.Errorf("cut: unknown mode %q, want reset or blackhole", string(mode))
 	}
@@ -201,8 +239,8 @@ func (c *Cluster) linkHint(name string) string {
 	if err != nil {
 		return err.Error()
 	}
-	if _, ok := c.nodes[l.To]; !ok || c.nodes[l.To].sentinel {
-		return fmt.Sprintf("%q is not a data node; data nodes are %s", l.To, strings.Join(c.topo.Nodes(), ", "))
+	if _, ok := c.nodes[l.To]; !ok {
+		return fmt.Sprintf("%q is not a data node or Sentinel; data nodes are %s", l.To, strings.Join(c.topo.Nodes(), ", "))
 	}
 	if c.remote {
 		return "an external deployment has the links its config declares: " + strings.Join(c.Links(), ", ")
@@ -252,7 +290,8 @@ func (c *Cluster) Links() []string {
 }
 
 // LinksTo are the names of every link into node: from each client, from
-// the other data nodes and from peers. Cutting them all isolates the node.
+// the other data nodes and from peers (for a Sentinel: from each client).
+// Cutting them all isolates the node.
 func (c *Cluster) LinksTo(node string) []string {
 	var out []string
 	for _, l := range c.links {
@@ -263,7 +302,8 @@ func (c *Cluster) LinksTo(node string) []string {
 	return out
 }
 
-// ClientLinks are the names of client i's links to every data node.
+// ClientLinks are the names of client i's links to every data node and
+// Sentinel.
 func (c *Cluster) ClientLinks(client int) []string {
 	var out []string
 	from := "c" + strconv.Itoa(client)

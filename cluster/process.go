@@ -16,9 +16,12 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/tumbler-dev/tumbler/access"
 )
 
-// ProcessProvider runs redis-server and redis-sentinel from PATH as child
+// ProcessProvider runs redis-server and redis-sentinel (or Valkey's, see
+// ProcSpec.Server) from PATH as child
 // processes on 127.0.0.1. Every process leads its own process group and is
 // started with Pdeathsig=SIGKILL, so it dies with the harness even if the
 // harness panics or is killed; the processes are also listed in a record
@@ -53,6 +56,9 @@ func NewProcessProvider() (*ProcessProvider, error) {
 
 // Name is "process".
 func (p *ProcessProvider) Name() string { return "process" }
+
+// Controls is every control: the processes are the harness's children.
+func (p *ProcessProvider) Controls() Controls { return AllControls }
 
 // ProxyHost is 127.0.0.1.
 func (p *ProcessProvider) ProxyHost() string { return "127.0.0.1" }
@@ -121,7 +127,11 @@ func (p *ProcessProvider) Start(ctx context.Context, s ProcSpec) (string, error)
 func lookBinary(name string) (string, error) {
 	bin, err := exec.LookPath(name)
 	if err != nil {
-		return "", fmt.Errorf("%s not found on PATH: install the Debian package %s (apt-get install %s)", name, name, name)
+		hint := ""
+		if strings.HasPrefix(name, "valkey") {
+			hint = "; on Debian bookworm it is in bookworm-backports, which scripts/setup adds"
+		}
+		return "", fmt.Errorf("%s not found on PATH: install the Debian package %s (apt-get install %s)%s", name, name, name, hint)
 	}
 	return bin, nil
 }
@@ -157,7 +167,7 @@ func (pr *proc) prepare(s ProcSpec) error {
 }
 
 func (p *ProcessProvider) launch(ctx context.Context, pr *proc, bin string, s ProcSpec) error {
-	args := redisArgs(s, pr.dir, "127.0.0.1", pr.port.port)
+	args := redisArgs(s, pr.dir, s.SecretDir, "127.0.0.1", pr.port.port)
 
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = pr.dir
@@ -182,20 +192,23 @@ func (p *ProcessProvider) launch(ctx context.Context, pr *proc, bin string, s Pr
 	pr.cmd, pr.done, pr.paused = cmd, done, false
 	p.rec.add(s.Name, cmd.Process.Pid)
 
-	if err := waitPing(ctx, pr.addr(), done); err != nil {
+	if err := waitPing(ctx, pr.addr(), s.Login, done); err != nil {
 		pr.kill()
 		<-done
 		p.rec.remove(cmd.Process.Pid)
-		return fmt.Errorf("start %s on %s: %w%s", s.Name, pr.addr(), err, logTail(pr.log, logStart, stderr.String()))
+		return fmt.Errorf("start %s on %s: %w%s", s.Name, pr.addr(), err, s.Login.Redact(logTail(pr.log, logStart, stderr.String())))
 	}
 	return nil
 }
 
 // waitPing waits until addr answers PING with PONG (not LOADING), the
-// process exits, or the time is up.
-func waitPing(ctx context.Context, addr string, exited <-chan struct{}) error {
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond,
-		ReadTimeout: 500 * time.Millisecond, PoolSize: 1, DisableIdentity: true, Protocol: 2})
+// process exits, or the time is up. A refused login or TLS handshake ends
+// the wait at once: it will not get better.
+func waitPing(ctx context.Context, addr string, login access.Login, exited <-chan struct{}) error {
+	o := &redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond,
+		ReadTimeout: 500 * time.Millisecond, PoolSize: 1, DisableIdentity: true, Protocol: 2}
+	login.Apply(o)
+	c := redis.NewClient(o)
 	defer c.Close()
 	deadline := time.Now().Add(readyTimeout)
 	var last error
@@ -205,6 +218,9 @@ func waitPing(ctx context.Context, addr string, exited <-chan struct{}) error {
 		cancel()
 		if last == nil {
 			return nil
+		}
+		if accessError(last) {
+			return fmt.Errorf("%w: cannot log in (%s): %s", ErrAccess, login, login.Redact(last.Error()))
 		}
 		select {
 		case <-exited:

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tumbler-dev/tumbler/access"
 )
 
 // ErrUnsupported is wrapped by every error for a fault or control that a
@@ -20,6 +22,52 @@ var ErrUnsupported = errors.New("not supported")
 // Unsupported is the error a Provider returns for a fault it cannot take.
 func Unsupported(fault, provider string) error {
 	return fmt.Errorf("%s: %w by the %s provider", fault, ErrUnsupported, provider)
+}
+
+// Controls is a set of the ways a provider can disturb the nodes it runs,
+// beyond starting them and closing them all. A fault that needs a control
+// the provider lacks is refused before the run starts.
+type Controls uint8
+
+// The node controls.
+const (
+	// CanKill: Kill a node and Start it again at the same address.
+	CanKill Controls = 1 << iota
+	// CanWipe: Start a killed data node empty (ProcSpec.Wipe).
+	CanWipe
+	// CanPause: Pause a node and Resume it.
+	CanPause
+	// CanClock: SetClock on the data nodes.
+	CanClock
+	// CanPersist: Start a data node in another persistence mode than the
+	// one it runs (ProcSpec.Args).
+	CanPersist
+
+	// AllControls is every control.
+	AllControls = CanKill | CanWipe | CanPause | CanClock | CanPersist
+)
+
+var controlNames = []struct {
+	c    Controls
+	name string
+}{{CanKill, "kill/start"}, {CanWipe, "wipe"}, {CanPause, "pause/resume"}, {CanClock, "clock"}, {CanPersist, "persistence"}}
+
+// Has reports whether every control in x is in c.
+func (c Controls) Has(x Controls) bool { return c&x == x }
+
+// String lists the controls, "kill/start, wipe, pause/resume, clock,
+// persistence", or "none".
+func (c Controls) String() string {
+	var out []string
+	for _, n := range controlNames {
+		if c.Has(n.c) {
+			out = append(out, n.name)
+		}
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
 }
 
 // Provider runs the Redis processes of a cluster: redis-server data nodes
@@ -53,6 +101,10 @@ type Provider interface {
 	// LogFile is the path of the process's Redis log on this machine, or
 	// "" if the provider keeps none.
 	LogFile(name string) string
+	// Controls are the node controls the provider can carry out, so a
+	// fault schedule can be checked before anything starts. It is known as
+	// soon as the provider is built and does not change.
+	Controls() Controls
 	// Close ends every process the provider started. It is idempotent.
 	Close() error
 }
@@ -61,7 +113,7 @@ type Provider interface {
 type ProcSpec struct {
 	// Name is unique within the provider: n1, p, r1, s1, ….
 	Name string
-	// Sentinel runs redis-sentinel instead of redis-server.
+	// Sentinel runs a Sentinel (redis-sentinel) instead of a data node.
 	Sentinel bool
 	// Dir is the process's own directory on this machine, for its data,
 	// log and config file. Created if missing.
@@ -83,14 +135,25 @@ type ProcSpec struct {
 	Persistence Persistence
 	// Clock loads the clock shim so SetClock works on this process.
 	Clock bool
+	// Secret are configuration directives that hold secrets (passwords):
+	// the provider gives them to the process in a file in SecretDir, never
+	// on its command line or in Dir, which a run's report keeps.
+	Secret []string
+	// SecretDir is the process's private directory on this machine (mode
+	// 0700, outside Dir, removed with the cluster): Secret, the TLS files,
+	// and a Sentinel's config file, which Sentinel rewrites with the
+	// passwords it was given. Empty when the process has no secrets.
+	SecretDir string
+	// TLS, if set, makes the process serve TLS only (on its port).
+	TLS *ServerTLS
+	// Login is how the provider logs in to see the process answer PING.
+	Login access.Login
+	// Server is the software: redis-server or valkey-server and their
+	// Sentinels.
+	Server Server
 }
 
-func (p ProcSpec) binary() string {
-	if p.Sentinel {
-		return "redis-sentinel"
-	}
-	return "redis-server"
-}
+func (p ProcSpec) binary() string { return p.Server.Binary(p.Sentinel) }
 
 // logName is the name of the process's log file in its directory.
 func (p ProcSpec) logName() string { return p.binary() + ".log" }
@@ -108,10 +171,14 @@ func layout(s ProcSpec) error {
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		return fmt.Errorf("start %s: %w", s.Name, err)
 	}
+	if err := writeSecrets(s); err != nil {
+		return err
+	}
 	if s.Sentinel {
-		conf := filepath.Join(s.Dir, "sentinel.conf")
+		conf := filepath.Join(s.confDir(), "sentinel.conf")
 		if _, err := os.Stat(conf); errors.Is(err, os.ErrNotExist) {
-			if err := os.WriteFile(conf, []byte(strings.Join(s.Config, "\n")+"\n"), 0o644); err != nil {
+			lines := append(append([]string(nil), s.Config...), s.Secret...)
+			if err := os.WriteFile(conf, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 				return fmt.Errorf("start %s: sentinel config: %w", s.Name, err)
 			}
 		}
@@ -119,15 +186,34 @@ func layout(s ProcSpec) error {
 	return nil
 }
 
-// redisArgs is the command line after the binary's name for a process
-// whose directory (as layout made it) is dir as the process sees it.
-func redisArgs(s ProcSpec, dir, bind string, port int) []string {
-	var args []string
-	if s.Sentinel {
-		args = append(args, path.Join(dir, "sentinel.conf"))
+// confDir is where a Sentinel's config file lives on this machine: the
+// private directory when it has secrets.
+func (p ProcSpec) confDir() string {
+	if p.SecretDir != "" {
+		return p.SecretDir
 	}
-	args = append(args,
-		"--port", strconv.Itoa(port), "--bind", bind,
+	return p.Dir
+}
+
+// redisArgs is the command line after the binary's name for a process
+// whose directory (as layout made it) is dir and whose private directory
+// is secretDir, as the process sees them.
+func redisArgs(s ProcSpec, dir, secretDir, bind string, port int) []string {
+	var args []string
+	switch {
+	case s.Sentinel && s.SecretDir != "":
+		args = append(args, path.Join(secretDir, "sentinel.conf"))
+	case s.Sentinel:
+		args = append(args, path.Join(dir, "sentinel.conf"))
+	case len(s.Secret) > 0:
+		args = append(args, path.Join(secretDir, secretConf))
+	}
+	ports := []string{"--port", strconv.Itoa(port)}
+	if s.TLS != nil {
+		ports = append([]string{"--port", "0", "--tls-port", strconv.Itoa(port)}, s.TLS.args(secretDir, s.Sentinel)...)
+	}
+	args = append(args, ports...)
+	args = append(args, "--bind", bind,
 		"--dir", path.Join(dir, "data"), "--logfile", path.Join(dir, s.logName()),
 		"--daemonize", "no", "--protected-mode", "no")
 	if !s.Sentinel {

@@ -243,18 +243,22 @@ func agreed(views map[string]string) (string, bool) {
 }
 
 // Promote makes a replica the primary by hand, the way an operator would
-// without Sentinel: REPLICAOF NO ONE on it, every other running data node
+// without Sentinel (in a groups topology: the primary of its group, see
+// groups.go): REPLICAOF NO ONE on it, every other running data node
 // re-pointed at it through its replication proxy (nodes that are down
 // follow it when they start). Watching Sentinels would undo this about 8 s
 // later, so each is told first to forget the old primary (SENTINEL REMOVE)
 // and afterwards to watch the new one (SENTINEL MONITOR).
 func (c *Cluster) Promote(ctx context.Context, name string) error {
-	if c.topo.Kind != Replicated {
+	if c.topo.Kind != Replicated && c.topo.Kind != Groups {
 		return fmt.Errorf("promote %s: %s has no replicas", name, c.topo)
 	}
 	n, err := c.node("promote", name, true)
 	if err != nil {
 		return err
+	}
+	if c.topo.Kind == Groups {
+		return c.promoteInGroup(ctx, name)
 	}
 	if !c.Up(name) {
 		return fmt.Errorf("promote %s: node is down", name)

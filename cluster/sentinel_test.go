@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/tumbler-dev/tumbler/access"
 )
 
 func role(t testing.TB, c *Cluster, node string) string {
@@ -30,7 +32,7 @@ func failoverClient(t testing.TB, c *Cluster, client int) *redis.Client {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	o := back.FailoverOptions()
+	o := back.FailoverOptions(access.Login{})
 	if o == nil {
 		t.Fatal("no failover options with sentinels")
 	}
@@ -62,7 +64,7 @@ func TestSentinelFailoverAfterKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("sentinels promoted %s %v after the kill", got, took)
-	// DESIGN.md §10: about 3 s with down-after 1000 ms. The bound is loose
+	// About 3 s with down-after 1000 ms. The bound is loose
 	// for a loaded machine; BenchmarkFailover reports the figure.
 	if got != "r1" || took > 10*time.Second {
 		t.Errorf("failover to %q took %v, want r1 within 10s", got, took)
@@ -191,4 +193,95 @@ func TestSentinelOnlyControlsNeedSentinels(t *testing.T) {
 	if p, err := c.Primary(ctx); err != nil || p != "p" {
 		t.Errorf("Primary without sentinels: %s, %v", p, err)
 	}
+}
+
+// A client asks the Sentinels through its own proxies c<i>->s<j>, and
+// reaches the Sentinels the others announce through them too: cutting
+// client 1's Sentinel links leaves it unable to find the primary while
+// client 0 still can.
+func TestClientsReachSentinelsThroughProxies(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, Spec{Topology: topo(t, "replicated:1+sentinels"), Clients: 2})
+	ctx := testCtx(t, 30*time.Second)
+	v, err := c.ClientView(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range c.Sentinels() {
+		proxy, err := c.LinkAddr(ClientLink(1, s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		direct, _ := c.Addr(s)
+		if v.Sentinels[i] != proxy || v.Announced[direct] != s {
+			t.Fatalf("client view: sentinel %s at %s (want its proxy %s), announced %v", s, v.Sentinels[i], proxy, v.Announced)
+		}
+	}
+	var cut []string
+	for _, s := range c.Sentinels() {
+		cut = append(cut, ClientLink(1, s))
+	}
+	if err := c.Cut(Reset, Both, cut...); err != nil {
+		t.Fatal(err)
+	}
+	if err := failoverClient(t, c, 1).Set(ctx, "k", "1", 0).Err(); err == nil {
+		t.Fatal("client 1 found the primary with every Sentinel link cut")
+	}
+	if err := failoverClient(t, c, 0).Set(ctx, "k", "1", 0).Err(); err != nil {
+		t.Fatalf("client 0: %v", err)
+	}
+}
+
+func TestTopologyLinks(t *testing.T) {
+	tp := topo(t, "replicated:1+sentinels")
+	links := tp.Links(2)
+	if len(links) != 2*(2+3)+2+2 {
+		t.Fatalf("%d links: %v", len(links), links)
+	}
+	for _, ok := range []string{"c1->s3", "c0->p", "r1->p", "p->r1", "peer->r1"} {
+		if err := tp.CheckLink(2, ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"c2->p", "peer->s1", "s1->p", "r1->r1", "c0->s4", "c0-p"} {
+		if err := tp.CheckLink(2, bad); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+	if err := topo(t, "independent:3").CheckLink(1, "c0->s1"); err == nil || !strings.Contains(err.Error(), "c<i>->node") {
+		t.Errorf("a Sentinel link on independent masters: %v", err)
+	}
+}
+
+// A blackholed link loses a close as a partition loses the FIN: a replica
+// that leaves its primary through a cut replication link still counts as
+// connected on the primary until the heal, which closes it.
+func TestBlackholeHidesClose(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, Spec{Topology: topo(t, "replicated:1")})
+	ctx := testCtx(t, 30*time.Second)
+	connected := func() string {
+		info, err := direct(t, c, "p").Info(ctx, "replication").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return InfoFields(info)["connected_slaves"]
+	}
+	if n := connected(); n != "1" {
+		t.Fatalf("p has %s replicas at start", n)
+	}
+	if err := c.Cut(Blackhole, Both, ReplicationLink("r1", "p")); err != nil {
+		t.Fatal(err)
+	}
+	if err := direct(t, c, "r1").Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if n := connected(); n != "1" {
+		t.Fatalf("p sees %s replicas once r1 left behind a blackhole: the close crossed the partition", n)
+	}
+	if err := c.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the heal closes the held connection", func() bool { return connected() == "0" })
 }

@@ -15,6 +15,10 @@ const (
 	// Replicated is one primary p and R replicas r1..rR, optionally watched
 	// by three Sentinels s1..s3.
 	Replicated Kind = "replicated"
+	// Groups is G independent groups of a primary and a replica, n<i> and
+	// n<i>r (i = 1..G): Redlock's masters as they run in practice, each
+	// with a replica that can be promoted in its place (seed 003 §④).
+	Groups Kind = "groups"
 )
 
 // Limits on topology sizes: beyond them a test machine runs out of cores
@@ -22,6 +26,7 @@ const (
 const (
 	MaxIndependent = 15
 	MaxReplicas    = 8
+	MaxGroups      = 7
 )
 
 // Topology says which Redis processes a cluster runs. Its text form, used on
@@ -30,11 +35,14 @@ const (
 //	independent:N               N standalone masters n1..nN, 1 ≤ N ≤ 15
 //	replicated:R                primary p and replicas r1..rR, 1 ≤ R ≤ 8
 //	replicated:R+sentinels      the same, watched by Sentinels s1, s2, s3
+//	groups:G                    G independent groups n<i> (primary) + n<i>r
+//	                            (its replica), 1 ≤ G ≤ 7
 //
 // Spaces around ':' and '+' are ignored ("replicated:1 + sentinels").
 type Topology struct {
 	Kind Kind
-	// N is the number of masters (independent) or replicas (replicated).
+	// N is the number of masters (independent), replicas (replicated) or
+	// groups (groups).
 	N int
 	// Sentinels adds three redis-sentinel processes (replicated only).
 	Sentinels bool
@@ -49,7 +57,7 @@ func ParseTopology(s string) (Topology, error) {
 	text := strings.Join(strings.Fields(s), "")
 	kind, rest, ok := strings.Cut(text, ":")
 	if !ok {
-		return Topology{}, fmt.Errorf("topology %q: want independent:N, replicated:R or replicated:R+sentinels", s)
+		return Topology{}, fmt.Errorf("topology %q: want independent:N, replicated:R, replicated:R+sentinels or groups:G", s)
 	}
 	var t Topology
 	switch Kind(strings.ToLower(kind)) {
@@ -57,8 +65,10 @@ func ParseTopology(s string) (Topology, error) {
 		t.Kind = Independent
 	case Replicated:
 		t.Kind = Replicated
+	case Groups:
+		t.Kind = Groups
 	default:
-		return Topology{}, fmt.Errorf("topology %q: unknown kind %q, want independent or replicated", s, kind)
+		return Topology{}, fmt.Errorf("topology %q: unknown kind %q, want independent, replicated or groups", s, kind)
 	}
 	if n, extra, ok := strings.Cut(rest, "+"); ok {
 		if strings.ToLower(extra) != "sentinels" {
@@ -92,10 +102,17 @@ func (t Topology) Validate() error {
 		if t.N < 1 || t.N > MaxReplicas {
 			return fmt.Errorf("replicated needs 1 to %d replicas, got %d", MaxReplicas, t.N)
 		}
+	case Groups:
+		if t.N < 1 || t.N > MaxGroups {
+			return fmt.Errorf("groups needs 1 to %d groups, got %d", MaxGroups, t.N)
+		}
+		if t.Sentinels {
+			return fmt.Errorf("groups run without Sentinels: a group's replica is promoted by hand")
+		}
 	case "":
 		return fmt.Errorf("no topology given")
 	default:
-		return fmt.Errorf("unknown topology kind %q, want independent or replicated", t.Kind)
+		return fmt.Errorf("unknown topology kind %q, want independent, replicated or groups", t.Kind)
 	}
 	return nil
 }
@@ -127,13 +144,18 @@ func (t *Topology) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// Nodes are the data nodes' names in order: n1..nN, or p, r1..rR.
+// Nodes are the data nodes' names in order: n1..nN, or p, r1..rR, or
+// n1, n1r, …, nG, nGr.
 func (t Topology) Nodes() []string {
 	var out []string
 	switch t.Kind {
 	case Independent:
 		for i := 1; i <= t.N; i++ {
 			out = append(out, "n"+strconv.Itoa(i))
+		}
+	case Groups:
+		for i := 1; i <= t.N; i++ {
+			out = append(out, "n"+strconv.Itoa(i), "n"+strconv.Itoa(i)+"r")
 		}
 	case Replicated:
 		out = append(out, "p")
@@ -142,6 +164,41 @@ func (t Topology) Nodes() []string {
 		}
 	}
 	return out
+}
+
+// Masters are the nodes a client takes as its servers: the independent
+// masters, the primary p, or each group's first node — whose client proxies
+// lead to the group's primary of the moment (Cluster.Promote).
+func (t Topology) Masters() []string {
+	switch t.Kind {
+	case Groups:
+		out := make([]string, t.N)
+		for i := range out {
+			out[i] = "n" + strconv.Itoa(i+1)
+		}
+		return out
+	case Replicated:
+		return []string{"p"}
+	}
+	return t.Nodes()
+}
+
+// GroupOf is the other node of node's group (groups only), and whether
+// node is in one.
+func (t Topology) GroupOf(node string) (group, other string, ok bool) {
+	if t.Kind != Groups {
+		return "", "", false
+	}
+	for i := 1; i <= t.N; i++ {
+		a := "n" + strconv.Itoa(i)
+		switch node {
+		case a:
+			return a, a + "r", true
+		case a + "r":
+			return a, a, true
+		}
+	}
+	return "", "", false
 }
 
 // SentinelNames are s1..s3 when t has Sentinels, else nil.
@@ -154,6 +211,70 @@ func (t Topology) SentinelNames() []string {
 		out[i] = "s" + strconv.Itoa(i+1)
 	}
 	return out
+}
+
+// Links are every link of the topology with clients c0..c(clients-1), in
+// the order Cluster.Links lists them: each client's links to every data
+// node, then to every Sentinel; the replication links of every ordered
+// pair of data nodes; the peer links. See Link for what each carries.
+func (t Topology) Links(clients int) []Link {
+	var out []Link
+	for i := 0; i < clients; i++ {
+		c := "c" + strconv.Itoa(i)
+		for _, x := range t.Nodes() {
+			out = append(out, Link{From: c, To: x})
+		}
+		for _, s := range t.SentinelNames() {
+			out = append(out, Link{From: c, To: s})
+		}
+	}
+	if t.Kind == Groups {
+		// Each group's replica replicates from its primary, and back after
+		// a promotion.
+		for _, g := range t.Masters() {
+			out = append(out, Link{From: g + "r", To: g}, Link{From: g, To: g + "r"})
+		}
+		return out
+	}
+	if t.Kind != Replicated {
+		return out
+	}
+	for _, a := range t.Nodes() {
+		for _, b := range t.Nodes() {
+			if a != b {
+				out = append(out, Link{From: a, To: b})
+			}
+		}
+	}
+	for _, x := range t.Nodes() {
+		out = append(out, Link{From: "peer", To: x})
+	}
+	return out
+}
+
+// CheckLink reports whether name is a link of the topology with clients
+// c0..c(clients-1), and if not, which links there are.
+func (t Topology) CheckLink(clients int, name string) error {
+	l, err := ParseLink(name)
+	if err != nil {
+		return err
+	}
+	for _, x := range t.Links(clients) {
+		if x == l {
+			return nil
+		}
+	}
+	what := "c<i>->node for clients c0..c" + strconv.Itoa(clients-1)
+	if t.Sentinels {
+		what += ", c<i>->s1..s3"
+	}
+	switch t.Kind {
+	case Replicated:
+		what += ", replica->node and peer->node"
+	case Groups:
+		what += ", replica->node and node->replica within a group (n1r->n1, n1->n1r)"
+	}
+	return fmt.Errorf("no link %q in %s: links are %s", name, t, what)
 }
 
 // Persistence is how a data node keeps its data across a restart.

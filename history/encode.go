@@ -32,6 +32,10 @@ func appendOp(b []byte, o *Op) []byte {
 		b = append(b, `,"value":`...)
 		b = appendString(b, o.Value)
 	}
+	if o.Mode != "" {
+		b = append(b, `,"mode":`...)
+		b = appendString(b, o.Mode)
+	}
 	if o.Token != 0 {
 		b = append(b, `,"token":`...)
 		b = strconv.AppendInt(b, o.Token, 10)
@@ -63,6 +67,9 @@ func appendOp(b []byte, o *Op) []byte {
 		}
 		b = append(b, `,"desc":`...)
 		b = appendString(b, f.Desc)
+		if f.Arms {
+			b = append(b, `,"arms":true`...)
+		}
 		b = append(b, '}')
 	}
 	return append(b, '}', '\n')

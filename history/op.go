@@ -35,6 +35,33 @@ const (
 	Lost    = "lost"    // the lock told its holder the lease is gone (watchdog)
 	Pause   = "pause"   // the client was stopped (informational, from the client's view)
 	Message = "message" // free-form note (harness lifecycle)
+
+	// Redisson's other synchronizers (package lock's siblings of Locker).
+	// A semaphore's permits are acquire and release ops, a read-write
+	// lock's holds too, with Op.Mode; these are the calls they add.
+
+	// Enqueue: a fair-lock waiter's attempt that left it queued. Its ok
+	// carries the queue entry's timeout in ValidUntil: unless the waiter
+	// polls again before then, the next attempt of anyone purges it.
+	Enqueue = "enqueue"
+	// Dequeue: a fair-lock waiter that gave up removed itself from the
+	// queue (ok: removed; info: unknown).
+	Dequeue = "dequeue"
+	// Init: a semaphore set up with Value permits, or a latch set to the
+	// count Value (Redisson's trySetPermits, trySetCount); ok when it set
+	// them, fail when the key existed already.
+	Init = "init"
+	// CountDown: a latch's count decremented.
+	CountDown = "count-down"
+	// Await: a latch waiter; ok when it passed (the count was zero), fail
+	// when it gave up waiting.
+	Await = "await"
+)
+
+// Modes of a read-write lock's ops (Op.Mode).
+const (
+	ModeRead  = "read"
+	ModeWrite = "write"
 )
 
 // Process identifies the logical thread of control of an operation. Clients
@@ -79,13 +106,18 @@ type Op struct {
 	Type    Type    `json:"type"`
 	F       string  `json:"f"`
 	Key     string  `json:"key,omitempty"`
-	// Value: the owner value for lock operations, the written or read value
-	// for resource operations, a description for nemesis operations.
+	// Value: the owner value for lock operations (a semaphore's permit
+	// id), the written or read value for resource operations, the count of
+	// an init, a description for nemesis operations.
 	Value string `json:"value,omitempty"`
+	// Mode is "read" or "write" on the acquire, release and extend of a
+	// read-write lock; empty for every other op.
+	Mode string `json:"mode,omitempty"`
 	// Token is the fencing token of the lease involved, when there is one.
 	Token int64 `json:"token,omitempty"`
 	// ValidUntil is the lease's validity end (ns since run start) on an ok
-	// acquire or extend, and the writer's validity on a write.
+	// acquire or extend, the writer's validity on a write, and the queue
+	// entry's timeout on an ok enqueue.
 	ValidUntil int64 `json:"valid_until,omitempty"`
 	// Time is when this record's event happened, ns since the run started,
 	// on the harness host's monotonic clock.
@@ -117,4 +149,24 @@ func (o Op) IsNemesis() bool { return o.Process == NemesisProcess }
 func (o Op) String() string {
 	b, _ := json.Marshal(o)
 	return string(b)
+}
+
+// Summary names the op for a person, as error messages about it do: `ok
+// release of process 0 on key "tumbler:0"`, "nemesis start of fault f1".
+func (o Op) Summary() string {
+	if o.IsNemesis() {
+		s := fmt.Sprintf("nemesis %s", o.F)
+		if o.Type != Info && o.Type != "" {
+			s = fmt.Sprintf("%s nemesis %s", o.Type, o.F)
+		}
+		if o.Fault != nil && o.Fault.ID != "" {
+			s += " of fault " + o.Fault.ID
+		}
+		return s
+	}
+	s := fmt.Sprintf("%s %s of process %d", o.Type, o.F, int(o.Process))
+	if o.Key != "" {
+		s += fmt.Sprintf(" on key %q", o.Key)
+	}
+	return s
 }

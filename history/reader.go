@@ -44,11 +44,32 @@ func ReadFile(path string) ([]Op, error) {
 		return nil, fmt.Errorf("history: %w", err)
 	}
 	defer f.Close()
-	var sizeHint int64
-	if st, err := f.Stat(); err == nil {
-		sizeHint = st.Size()
+	// Counting the lines first sizes the slice exactly: growing it would
+	// copy it and, for a moment, hold both copies (a third of the peak
+	// memory of loading a million ops).
+	lines, err := countLines(f)
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
 	}
-	return decode(f, sizeHint)
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	return decode(f, lines+1)
+}
+
+func countLines(r io.Reader) (int, error) {
+	buf := make([]byte, 256<<10)
+	n := 0
+	for {
+		k, err := r.Read(buf)
+		n += bytes.Count(buf[:k], []byte{'\n'})
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
 }
 
 // Decode parses a history: one JSON op per line, blank lines ignored, no
@@ -58,16 +79,12 @@ func ReadFile(path string) ([]Op, error) {
 // returns the complete ops before it and a *TruncatedError.
 func Decode(r io.Reader) ([]Op, error) { return decode(r, 0) }
 
-// typicalLineBytes is a little above the size of a recorded lock op's line:
-// presizing from the file size saves the copies (and the peak memory) of
-// growing the slice, and rarely over-allocates much.
-const typicalLineBytes = 128
-
-func decode(r io.Reader, sizeHint int64) ([]Op, error) {
+// decode reads ops into a slice of capacity lines (a hint).
+func decode(r io.Reader, lines int) ([]Op, error) {
 	br := bufio.NewReaderSize(r, 256<<10)
 	in := interner{}
 	var (
-		ops  = make([]Op, 0, min(sizeHint/typicalLineBytes, 1<<26))
+		ops  = make([]Op, 0, min(lines, 1<<26))
 		line []byte
 		long []byte // a line longer than the reader's buffer, reassembled
 	)
@@ -95,7 +112,7 @@ func decode(r io.Reader, sizeHint int64) ([]Op, error) {
 		if len(bytes.TrimSpace(line)) > 0 {
 			op, perr := parseLine(line, &in)
 			if perr == nil && len(ops) > 0 && op.Index <= ops[len(ops)-1].Index {
-				perr = fmt.Errorf("index %d does not follow index %d of the line before", op.Index, ops[len(ops)-1].Index)
+				perr = fmt.Errorf("index %d (%s) does not follow index %d of the op before: indexes must increase", op.Index, op.Summary(), ops[len(ops)-1].Index)
 			}
 			switch {
 			case perr != nil && !complete:
@@ -122,7 +139,7 @@ func parseLine(line []byte, in *interner) (Op, error) {
 		return Op{}, fmt.Errorf("unexpected data after the op: %.40q", rest)
 	}
 	if err := op.Validate(); err != nil {
-		return Op{}, err
+		return Op{}, fmt.Errorf("%s: %w", op.Summary(), err)
 	}
 	op.Type = Type(in.intern(string(op.Type)))
 	op.F = in.intern(op.F)
@@ -144,4 +161,35 @@ func (in interner) intern(s string) string {
 	}
 	in[s] = s
 	return s
+}
+
+// LineOf finds the line of the history file at path that holds the op with
+// the given index (1-based), so that an error about an op can name its
+// line; 0 when no line does. It reads the file again: it is meant for
+// error messages, not for the way of a check.
+func LineOf(path string, index int64) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("history: %w", err)
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 256<<10)
+	var probe struct {
+		Index *int64 `json:"index"`
+	}
+	for n := 1; ; n++ {
+		line, err := br.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			probe.Index = nil
+			if json.Unmarshal(line, &probe) == nil && probe.Index != nil && *probe.Index == index {
+				return n, nil
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("history line %d: %w", n, err)
+		}
+	}
 }

@@ -3,6 +3,8 @@ package history
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -23,7 +25,7 @@ func TestDecodeRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Each invalid UTF-8 byte comes back as U+FFFD, as with encoding/json.
-	want[5].Value = "é\u2028\u2029\ufffd\ufffd€"
+	want[6].Value = "é\u2028\u2029\ufffd\ufffd€"
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("round trip:\n got %+v\nwant %+v", got, want)
 	}
@@ -43,7 +45,7 @@ func TestDecodeRejectsMalformedLines(t *testing.T) {
 		{"negative time", `{"index":0,"process":0,"client":0,"type":"ok","f":"read","time":-4}` + "\n", 1, "negative time"},
 		{"bad process", `{"index":0,"process":"x","client":0,"type":"ok","f":"read","time":4}` + "\n", 1, "process must be"},
 		{"fractional index", `{"index":0.5,"process":0,"client":0,"type":"ok","f":"read","time":4}` + "\n", 1, "index"},
-		{"index goes back", good + "\n" + good + "\n", 2, "index 0 does not follow index 0"},
+		{"index goes back", good + "\n" + good + "\n", 2, `index 0 (invoke acquire of process 0 on key "k") does not follow index 0`},
 		{"trailing data", good + ` {}` + "\n", 1, "unexpected data after the op"},
 		{"nemesis without fault", `{"index":0,"process":"nemesis","client":0,"type":"info","f":"start","time":4}` + "\n", 1, "without a fault id"},
 		{"client with fault", `{"index":0,"process":1,"client":1,"type":"info","f":"start","time":4,"fault":{"id":"f1","kind":"k","desc":""}}` + "\n", 1, "carries a fault"},
@@ -68,6 +70,7 @@ func TestDecodeRejectsMalformedLines(t *testing.T) {
 }
 
 func TestDecodeTruncatedLastLine(t *testing.T) {
+	n := len(sampleOps())
 	full := encodeAll(sampleOps())
 	lastStart := bytes.LastIndexByte(full[:len(full)-1], '\n') + 1
 	for cut := lastStart + 1; cut < len(full)-1; cut++ {
@@ -76,13 +79,13 @@ func TestDecodeTruncatedLastLine(t *testing.T) {
 		if !errors.As(err, &te) {
 			t.Fatalf("cut at %d: got %v, want *TruncatedError", cut, err)
 		}
-		if te.Line != 6 || len(ops) != 5 || ops[4].Index != 4 {
+		if te.Line != n || len(ops) != n-1 || ops[n-2].Index != int64(n-2) {
 			t.Fatalf("cut at %d: line %d, %d ops", cut, te.Line, len(ops))
 		}
 	}
 	// A complete last op that only lacks its newline is complete.
 	ops, err := Decode(bytes.NewReader(full[:len(full)-1]))
-	if err != nil || len(ops) != 6 {
+	if err != nil || len(ops) != n {
 		t.Fatalf("missing final newline only: %d ops, %v", len(ops), err)
 	}
 	// Garbage in the middle is not truncation even when the file is cut too.
@@ -151,4 +154,38 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("round trip changed the ops:\n%+v\n%+v", ops, again)
 		}
 	})
+}
+
+// TestLineOf: the line of an op in a file, blank lines counted, so an
+// error about an op can name where it is.
+func TestLineOf(t *testing.T) {
+	ops := sampleOps()
+	text := append([]byte("\n  \n"), encodeAll(ops[:3])...)
+	text = append(text, "\n"...)
+	text = append(text, encodeAll(ops[3:])...)
+	path := filepath.Join(t.TempDir(), "history.jsonl")
+	if err := os.WriteFile(path, text, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for index, want := range map[int64]int{0: 3, 2: 5, 3: 7, 6: 10, 99: 0} {
+		if got, err := LineOf(path, index); err != nil || got != want {
+			t.Errorf("LineOf(%d) = %d, %v; want %d", index, got, err, want)
+		}
+	}
+	if _, err := LineOf(filepath.Join(t.TempDir(), "none"), 0); err == nil {
+		t.Error("LineOf of a missing file succeeded")
+	}
+}
+
+func TestSummary(t *testing.T) {
+	ops := sampleOps()
+	for i, want := range map[int]string{
+		1: `ok acquire of process 0 on key "k"`,
+		3: "invoke nemesis start of fault f2",
+		5: "nemesis start of fault f3",
+	} {
+		if got := ops[i].Summary(); got != want {
+			t.Errorf("op %d: %q, want %q", i, got, want)
+		}
+	}
 }

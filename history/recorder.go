@@ -26,8 +26,9 @@ const keepChunk = 8192
 // RecorderOptions configure a Recorder. The zero value streams to the file
 // only.
 type RecorderOptions struct {
-	// KeepOps keeps every recorded op in memory for Ops (the runner checks
-	// them when the run ends without reading the file back).
+	// KeepOps keeps every recorded op in memory for Ops: for tests and
+	// short recordings (the runner reads history.jsonl back instead, so a
+	// long run does not hold its history twice).
 	KeepOps bool
 	// Observe, when set, sees every op right after it got its index, in
 	// index order, on the goroutine that recorded it and while the

@@ -14,6 +14,8 @@ type Holding struct {
 	ValidUntil int64 // latest validity the client was told (acquire or extend)
 	Token      int64
 	Index      int64 // the acquire's ok
+	// Value is the lease's owner value, as the acquire's ok reported it.
+	Value string
 }
 
 // TypeCounts counts the records of one function by type.
@@ -77,7 +79,8 @@ func (t *Tracker) Observe(op Op) {
 	mine := held && h.Process == op.Process
 	switch {
 	case op.F == Acquire && op.Type == OK:
-		t.holders[op.Key] = Holding{op.Process, op.Client, op.Time, op.ValidUntil, op.Token, op.Index}
+		t.holders[op.Key] = Holding{Process: op.Process, Client: op.Client, Since: op.Time,
+			ValidUntil: op.ValidUntil, Token: op.Token, Index: op.Index, Value: op.Value}
 	case op.F == Extend && op.Type == OK && mine:
 		h.ValidUntil = max(h.ValidUntil, op.ValidUntil)
 		t.holders[op.Key] = h

@@ -34,6 +34,9 @@ func (o Op) Validate() error {
 	case o.Process < NemesisProcess:
 		return fmt.Errorf("process %d is neither a client (≥ 0) nor the nemesis", o.Process)
 	}
+	if o.Mode != "" && o.Mode != ModeRead && o.Mode != ModeWrite {
+		return fmt.Errorf("unknown mode %q (want read or write)", o.Mode)
+	}
 	if o.IsNemesis() {
 		if (o.F == Start || o.F == Stop) && (o.Fault == nil || o.Fault.ID == "") {
 			return fmt.Errorf("nemesis %s without a fault id", o.F)

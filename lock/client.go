@@ -15,6 +15,10 @@ import (
 // after a read timeout and can leave a lock held by a client that was told
 // it failed (DESIGN.md §6). Timeouts are explicit so a lost reply surfaces
 // as ErrUnknown instead of a hang.
+//
+// To log in (a password, an ACL user, TLS) pass access.Login.Apply as a
+// tweak; tumbler's own clients read their Login from files or the
+// environment (access.Resolve), never from a flag or a plan.
 func NewClient(addr string, tweak ...func(*redis.Options)) *redis.Client {
 	o := &redis.Options{
 		Addr:            addr,

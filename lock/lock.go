@@ -3,9 +3,11 @@
 // that separate "not obtained" from "outcome unknown".
 //
 // The variants live in sub-packages (single, redlock, watchdog, fenced,
-// reentrant, recipes, adapters). This package holds what they share: the
-// Lease, the errors, the options, the retry loop and the validity rule of
-// DESIGN.md §2.
+// reentrant, recipes, adapters, and Redisson's other synchronizers: fair,
+// multilock, rwlock, semaphore, latch). This package holds what they
+// share: the Lease, the errors, the options, the retry loop, the validity
+// rule, and the sibling interfaces of Locker for the synchronizers it does
+// not fit (kinds.go).
 package lock
 
 import (

@@ -33,6 +33,9 @@ type Options struct {
 	// OnRenew, when set, is told about every background renewal (watchdog,
 	// timer-renew recipe) so a workload can record it in the history.
 	OnRenew func(RenewEvent)
+	// OnQueue, when set, is told about a fair lock's waiter at its queue
+	// (QueueEvent), so a workload can record the queue order.
+	OnQueue func(QueueEvent)
 }
 
 // RenewEvent reports one step of a background renewal, as the lock itself

@@ -1,8 +1,7 @@
-// Package nemesis injects the faults of DESIGN.md §5 into a running
-// cluster and its clients on a schedule: a Plan, plain JSON that Generate
-// makes from a seed and that a person can write, edit and replay exactly.
-// Run executes a plan and records the start and the stop of every fault in
-// the history.
+// Package nemesis injects faults into a running cluster and its clients on
+// a schedule: a Plan, plain JSON that Generate makes from a seed and that a
+// person can write, edit and replay exactly. Run executes a plan and
+// records the start and the stop of every fault in the history.
 //
 // # Plans
 //
@@ -11,7 +10,8 @@
 //	  "ttl": "1s",
 //	  "steps": [
 //	    {"at": "2s", "fault": "partition", "nodes": ["n4", "n5"], "for": "2ttl"},
-//	    {"at": "6s", "fault": "restart", "nodes": ["n1"], "persistence": "none", "delay": "0.5ttl"},
+//	    {"at": "2.1s", "trigger": "grant", "key": "tumbler:0", "fault": "restart",
+//	     "node": "lease", "persistence": "none"},
 //	    {"at": "9s", "trigger": "grant", "key": "tumbler:0", "fault": "client-pause",
 //	     "client": "holder", "for": "2ttl"}
 //	  ]
@@ -19,77 +19,181 @@
 //
 // Durations (Span) are strings: "750ms", "1.5s", or multiples of the plan's
 // ttl such as "0.5ttl"; they are written back as read. Steps are numbered
-// from 1 in errors and in fault IDs (step 3 records fault "f3"). Step
-// fields:
+// from 1 in errors and in fault IDs (step 3 records fault "f3"). Every step
+// is one flat JSON object; the fields every kind takes:
 //
 //	at          when the step applies, from the start of the run (0 if absent)
 //	trigger     "grant": after at, wait for the next successful acquire of
 //	            key by any client, then apply; no grant within timeout
 //	            (default 10 s) skips the step
+//	timeout     how long a trigger waits
 //	on_timeout  "apply": apply the step anyway when the grant does not come
-//	key         the lock key of a trigger or of the "holder" target
+//	key         the lock key of a trigger, of the "holder" client or of the
+//	            "lease" node
 //	fault       the kind (below)
 //	for         how long until the heal
-//	nodes       data nodes by name (n1.., or p, r1..)
-//	clients     workload clients by history number (from 0); client i uses
-//	            the cluster's proxies c<i>->X
-//	client      "holder": the client holding key when the step applies (or
-//	            the one the trigger saw granted)
-//	links       cluster link names, for shape "links"
 //
-// Kinds and what they take (anything else is refused):
+// and the targets and parameters, each taken only by the kinds that list
+// it below (Validate refuses the others):
 //
-//	partition        shape, targets, mode (blackhole | reset, default
-//	                 blackhole), direction (both | upstream | downstream);
-//	                 for > 0
-//	latency          shape, targets, latency (≥ 1ms), jitter (≤ latency),
-//	                 direction; for > 0
-//	kill             nodes, persistence (of the start at the heal; none |
-//	                 aof-everysec | aof-always, default: unchanged); for > 0
-//	restart          nodes, persistence, delay (down time before the start);
-//	                 no for: it lasts until the nodes answer
-//	pause            nodes (SIGSTOP); for > 0
-//	clock            nodes, offset (±), strobe (alternate between 0 and
-//	                 offset every strobe interval); for > 0; needs the
-//	                 clock shim
-//	failover         via (kill | sentinel | promote), nodes (the replica, for
-//	                 promote), cut_replication, lag; for ≥ 0
-//	client-pause     clients or client; for > 0; process clients only
-//	client-clock     clients or client, offset; for > 0
-//	step-pause       clients or client, step (a lock step name), pause; for
-//	                 > 0 is how long the arming lasts; process clients only
-//	step-crash       clients or client, step; for as above
-//	client-partition clients or client, mode, direction; for > 0
+//	nodes            data nodes by name (n1.., or p, r1..)
+//	node             a node chosen by role when the step applies: "lease"
+//	                 or "primary" (below)
+//	clients          workload clients by history number (from 0); client i
+//	                 uses the cluster's proxies c<i>->X
+//	client           "holder": the client holding key when the step applies
+//	                 (or the one the trigger saw granted)
+//	links            cluster link names, for shape "links"
+//	shape            which links a link fault acts on (below)
+//	mode             blackhole (default: packets dropped) or reset
+//	                 (connections refused)
+//	direction        both (default), upstream (requests) or downstream
+//	                 (replies)
+//	latency, jitter  a delay and its spread
+//	persistence      of a node's start: none, aof-everysec, aof-always
+//	                 (default: the node's own)
+//	delay            how long a restart keeps its nodes down
+//	offset, strobe   a clock shift (±), and the interval of flipping it
+//	via, cut_replication, lag
+//	                 how a failover moves the primary, whether it cuts
+//	                 replication first, and how long it waits then
+//	step, pause      a lock step to arm, and how long step-pause stops
+//
+// # Kinds
+//
+// Each kind lives in one file, kind_<name>.go, with its fields and their
+// rules, what it needs of the run, how it is applied, healed and
+// described, and how Generate draws it; the registry lists them. The table
+// below is rendered from the registry, and a test keeps it (and the
+// README's copy) in step:
+//
+//	partition
+//	    cuts links — the shape's: clients from nodes, a client from every
+//	      node, replication, a bridge, named links — for "for", dropping
+//	      packets (blackhole) or refusing connections (reset), one way or
+//	      both
+//	    takes: shape, nodes, node, clients, client, links, mode, direction;
+//	      for > 0
+//	    needs: links (clients, or replication)
+//	latency
+//	    delays the shape's links by "latency" ± "jitter" for "for", one way
+//	      or both
+//	    takes: shape, nodes, node, clients, client, links, direction,
+//	      latency, jitter; for > 0
+//	    needs: links (clients, or replication)
+//	kill
+//	    SIGKILLs nodes and starts them again after "for" (with
+//	      "persistence": none comes back empty, an AOF mode loads its file;
+//	      by default the node's own)
+//	    takes: nodes, node, persistence; for > 0
+//	    needs: provider control kill/start
+//	restart
+//	    SIGKILLs nodes and starts them again at once or after "delay"
+//	      ("persistence" as for kill); it ends when they answer
+//	    takes: nodes, node, persistence, delay; no for
+//	    needs: provider control kill/start
+//	pause
+//	    freezes nodes (SIGSTOP: connections stay open, nothing is answered)
+//	      for "for"
+//	    takes: nodes, node; for > 0
+//	    needs: provider control pause/resume
+//	clock
+//	    shifts nodes' wall clocks by "offset" for "for", or with "strobe"
+//	      flips between that and 0 every strobe; offsets on one node add up
+//	    takes: nodes, node, offset, strobe; for > 0
+//	    needs: the clock shim, provider control clock
+//	failover
+//	    moves the primary ("via" kill: SIGKILL it, Sentinel promotes a
+//	      replica; sentinel: SENTINEL FAILOVER; promote: the replica in
+//	      "nodes"), with "cut_replication" first cutting replication so the
+//	      grant it waits for and "lag" are lost; the new roles stay
+//	    takes: via, nodes, cut_replication, lag; for ≥ 0
+//	    needs: a replicated topology
+//	client-pause
+//	    stops client processes (SIGSTOP: workload, watchdog and sockets) for
+//	      "for"; pauses of one client are counted
+//	    takes: clients, client; for > 0
+//	    needs: clients, process clients
+//	client-clock
+//	    shifts clients' wall clocks by "offset" for "for"; offsets on one
+//	      client add up
+//	    takes: clients, client, offset; for > 0
+//	    needs: clients
+//	step-pause
+//	    arms clients to stop (SIGSTOP) for "pause" when they next reach the
+//	      lock step "step"; the arming lasts "for"
+//	    takes: clients, client, step, pause; for > 0
+//	    needs: clients, process clients
+//	step-crash
+//	    arms clients to crash when they next reach the lock step "step"; the
+//	      arming lasts "for"
+//	    takes: clients, client, step; for > 0
+//	    needs: clients
+//	client-partition
+//	    cuts clients from every node and holds back their writes to the
+//	      protected resource until the heal, as TCP would, for "for"
+//	    takes: clients, client, mode, direction; for > 0
+//	    needs: clients
 //
 // Link shapes (partition, latency) are described on Shape; without a
-// shape, targets pick one: nodes → "nodes" (cut from every client), clients
-// or client → "client" (cut from every node), links → "links". Upstream is
-// the requests (a cut loses the command), downstream the replies and a
-// primary's replication stream (the command runs, its reply is lost: an
-// unknown outcome).
+// shape, targets pick one: nodes or node → "nodes" (cut from every client),
+// clients or client → "client" (cut from every node), links → "links".
+// Upstream is the requests (a cut loses the command), downstream the
+// replies and a primary's replication stream (the command runs, its reply
+// is lost: an unknown outcome).
 //
 // A failover with cut_replication first blackholes the replication links
 // of the replicas that can be promoted (every replica for Sentinel, the
 // named one for promote) — a blackhole, not a reset, so nothing already
-// sent is delivered (DESIGN.md §10) — then waits for its trigger, if any,
-// so the grant it waits for is never replicated, then for lag, and only
-// then fails over. The fault heals at the later of at+for and the end of
-// the failover: the cut links are healed and a primary killed by "via
+// sent is delivered when the links come back — then waits for its trigger,
+// if any, so the grant it waits for is never replicated, then for lag, and
+// only then fails over. The fault heals at the later of at+for and the end
+// of the failover: the cut links are healed and a primary killed by "via
 // kill" starts again, as a replica of the new primary. The new topology
 // stays: a failover is not undone.
+//
+// # Targets chosen when a step applies
+//
+// A step can name its targets by role, resolved when it applies — for a
+// step triggered by a grant, from that grant — and recorded as the
+// concrete node or client in its fault record (Targets and the sentence):
+//
+//	"client": "holder"  the client holding key (the one just granted it)
+//	"node": "lease"     a data node the holder's lease on key rests on: one
+//	                    whose key holds the holder's value, read on every
+//	                    node directly (no proxy) right after the grant; the
+//	                    plan's seed and the step's number pick among several,
+//	                    the same on a replay
+//	"node": "primary"   the primary of a replicated topology at that moment
+//
+// Nobody holding key, or no node holding the lease, skips the step (a
+// start and a stop of type fail saying why). Validation takes a node chosen
+// by role to be possibly any node.
+//
+// # What a run must offer
+//
+// Kind.Available says why a Setup cannot take a kind at all: a topology
+// without replicas, no clients, clients in process mode, data nodes
+// without the clock shim, or a provider that lacks a node control
+// (cluster.Controls: kill/start, wipe, pause/resume, clock; an external
+// deployment has only the controls it has hooks for). The provider answers
+// for itself (cluster.Provider.Controls); a Setup without a provider — a
+// plan checked before the run builds one — assumes every control, and the
+// run engine checks the plan again against the provider it builds before
+// it starts anything.
 //
 // # Faults that share a target
 //
 // Faults compose where the target can take it. A link can carry several
 // link faults: per direction the most recent cut and the most recent delay
 // apply, and healing one fault leaves the others in place. Clock offsets of
-// faults on one node or client add up. Pauses of one client and the gate of
-// client-partition are counted: the client resumes, or its gate opens,
-// when the last of them heals. What cannot compose is refused, by Validate
-// where the plan shows it and by Run otherwise (the step's start record
-// carries the error): two of kill, restart and pause on one node, any of
-// them during a failover, two failovers, and one lock step of one client
-// armed twice.
+// faults on one node or client add up. Pauses of one node, pauses of one
+// client and the gate of client-partition are counted: the target resumes,
+// or its gate opens, when the last of them heals. What cannot compose is
+// refused, by Validate where the plan shows it and by Run otherwise (the
+// step's start record carries the error): two of kill, restart and pause on
+// one node, any of them during a failover, two failovers, and one lock step
+// of one client armed twice.
 //
 // # Records
 //
@@ -112,6 +216,28 @@
 // Run keeps one loop that applies and heals in time order (heals first at
 // a tie, then by step number), so a plan replays as the same sequence of
 // records; each fault starts within a few milliseconds of its time. Slow
-// work — waiting for a grant, a node's start, a failover — runs beside the
-// loop and does not hold up other steps.
+// work — waiting for a grant and reading the lease's nodes, a node's
+// start, a failover — runs beside the loop and does not hold up other
+// steps.
+//
+// # Generated schedules
+//
+// Generate draws scenes from a mix of kinds and places them in time, up to
+// GenOptions.Concurrency faults active at once (a fault counts from its
+// start to its planned end plus what a node's start or a failover may
+// take), each scene at the first moment it fits the overlap rules above,
+// every fault healed before the time limit. With a lock key most faults
+// aim at the lock: on the next grant, the holder (client faults) or a node
+// its lease rests on ("node": "lease"; the primary of a replicated
+// topology). For a lock on a majority of independent masters (Redlock)
+// with partition in the mix, a scene may be compound: N/2 nodes cut from
+// the clients, so the next lease rests on a bare majority; on that grant a
+// restart, kill, clock jump or pause of a node of that lease; the cut
+// lasting about a hold (GenOptions.Hold), so it mostly heals after that
+// grant and before its holder releases, and another client can gather a
+// majority from the freed node and the ones the cut kept from the lease. Clock jumps
+// go mostly forward, past the TTL more often than not, on one node or
+// several; failovers aimed at a grant mostly cut replication first; kills
+// and restarts draw each persistence mode unless the run fixed one. The
+// same seed, mix and options give the same plan.
 package nemesis

@@ -26,6 +26,14 @@ type Cluster interface {
 	Resume(name string) error
 	SetClock(name string, offset time.Duration) error
 	Primary(ctx context.Context) (string, error)
+	// ProviderName and Controls name the cluster's provider and list the
+	// node controls it can carry out.
+	ProviderName() string
+	Controls() cluster.Controls
+	// Values reads key on every data node directly (no proxy), each read
+	// bounded by timeout: node → value ("" for a key that is not a
+	// string); nodes without the key or not answering are left out.
+	Values(ctx context.Context, key string, timeout time.Duration) map[string]string
 	Promote(ctx context.Context, name string) error
 	SentinelFailover(ctx context.Context) error
 	WaitFailover(ctx context.Context, from string) (string, error)
@@ -62,15 +70,23 @@ type Clients interface {
 	GateResource(i int, closed bool) error
 }
 
+// Grant is a lease a client was granted: who holds it, and the owner
+// value the lock stored (what a node holding the lease has under the key).
+type Grant struct {
+	Client int
+	Value  string
+}
+
 // Oracle answers questions about the live history, for triggers and the
-// "holder" target. The run engine implements it from a history.Tracker.
+// "holder" and "lease" targets. The run engine implements it from a
+// history.Tracker.
 type Oracle interface {
-	// Holder is the client that holds key now, as clients were told.
-	Holder(key string) (client int, ok bool)
+	// Holder is the lease on key held now, as clients were told.
+	Holder(key string) (g Grant, ok bool)
 	// WaitGrant waits for the next successful acquire of key after the
-	// call and returns the client it went to. It must return when ctx
-	// ends: Run waits for it before returning.
-	WaitGrant(ctx context.Context, key string) (client int, err error)
+	// call and returns it. It must return when ctx ends: Run waits for it
+	// before returning.
+	WaitGrant(ctx context.Context, key string) (Grant, error)
 }
 
 // Sink receives the nemesis's start and stop records. *history.Recorder
@@ -100,9 +116,14 @@ type Setup struct {
 	// ClientMode: client-pause and step-pause need ProcessClients; "" is
 	// not checked.
 	ClientMode ClientMode
-	// Refuses lists the faults the provider cannot take (an external
-	// deployment cannot be paused, say).
-	Refuses []Kind
+	// Provider names the provider that runs the nodes and Controls lists
+	// what it can do to them (cluster.Provider.Controls): a kind that needs
+	// a control the provider lacks is refused. An empty Provider means no
+	// provider is at hand yet (a plan checked before the run builds one):
+	// every control is assumed, and the provider still refuses at run time
+	// what it cannot do.
+	Provider string
+	Controls cluster.Controls
 }
 
 // Env is what Run acts on.
@@ -115,19 +136,19 @@ type Env struct {
 	// Clock is the run's history clock: step times count from its start,
 	// and records carry its time.
 	Clock *history.Clock
-	// NodeClock, ClientMode and Refuses complete the Setup (the cluster
-	// gives the topology, Clients the client count, or without Clients the
-	// cluster's).
+	// NodeClock and ClientMode complete the Setup (the cluster gives the
+	// topology and its provider, Clients the client count, or without
+	// Clients the cluster's).
 	NodeClock  bool
 	ClientMode ClientMode
-	Refuses    []Kind
 }
 
 // Setup describes the env for Plan.Validate.
 func (e Env) Setup() Setup {
-	s := Setup{NodeClock: e.NodeClock, ClientMode: e.ClientMode, Refuses: e.Refuses}
+	s := Setup{NodeClock: e.NodeClock, ClientMode: e.ClientMode}
 	if e.Cluster != nil {
 		s.Topology = e.Cluster.Topology()
+		s.Provider, s.Controls = e.Cluster.ProviderName(), e.Cluster.Controls()
 	}
 	switch {
 	case e.Clients != nil:

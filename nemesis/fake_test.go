@@ -28,7 +28,10 @@ type fakeCluster struct {
 	paused  map[string]bool
 	clock   map[string]time.Duration
 	primary string
-	fail    map[string]error // call name → error to return
+	values  map[string]map[string]string // node → key → value
+	// controls of the provider; the fake's name is "fake".
+	controls cluster.Controls
+	fail     map[string]error // call name → error to return
 	// startDelay is how long a node takes to start.
 	startDelay time.Duration
 }
@@ -40,7 +43,8 @@ func newFakeCluster(t testing.TB, topo string, clients int) *fakeCluster {
 		t.Fatal(err)
 	}
 	f := &fakeCluster{topo: tp, clients: clients, toxics: map[string]map[string]string{}, down: map[string]bool{},
-		paused: map[string]bool{}, clock: map[string]time.Duration{}, fail: map[string]error{}}
+		paused: map[string]bool{}, clock: map[string]time.Duration{}, fail: map[string]error{},
+		values: map[string]map[string]string{}, controls: cluster.AllControls}
 	if tp.Kind == cluster.Replicated {
 		f.primary = "p"
 	}
@@ -59,7 +63,32 @@ func (f *fakeCluster) Calls() []string {
 }
 
 func (f *fakeCluster) Topology() cluster.Topology { return f.topo }
-func (f *fakeCluster) Clients() int               { return f.clients }
+func (f *fakeCluster) ProviderName() string       { return "fake" }
+func (f *fakeCluster) Controls() cluster.Controls { return f.controls }
+
+// Values reads the values set in f.values, of the nodes that are up.
+func (f *fakeCluster) Values(_ context.Context, key string, _ time.Duration) map[string]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]string{}
+	for n, kv := range f.values {
+		if v, ok := kv[key]; ok && !f.down[n] {
+			out[n] = v
+		}
+	}
+	return out
+}
+
+// setValue sets key on node, for Values.
+func (f *fakeCluster) setValue(node, key, value string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.values[node] == nil {
+		f.values[node] = map[string]string{}
+	}
+	f.values[node][key] = value
+}
+func (f *fakeCluster) Clients() int { return f.clients }
 
 func streams(dir cluster.Direction) []string {
 	switch dir {
@@ -278,7 +307,7 @@ func (c *fakeClients) Calls() []string {
 	return slices.Clone(c.calls)
 }
 
-// fakeOracle grants when told to.
+// fakeOracle grants when told to: client c's lease has the value "v<c>".
 type fakeOracle struct {
 	mu      sync.Mutex
 	holder  map[string]int
@@ -286,24 +315,26 @@ type fakeOracle struct {
 	waiting chan struct{} // signalled when a WaitGrant starts
 }
 
+func fakeGrant(c int) Grant { return Grant{Client: c, Value: fmt.Sprintf("v%d", c)} }
+
 func newFakeOracle() *fakeOracle {
 	return &fakeOracle{holder: map[string]int{}, grants: make(chan int), waiting: make(chan struct{}, 16)}
 }
 
-func (o *fakeOracle) Holder(key string) (int, bool) {
+func (o *fakeOracle) Holder(key string) (Grant, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	c, ok := o.holder[key]
-	return c, ok
+	return fakeGrant(c), ok
 }
 
-func (o *fakeOracle) WaitGrant(ctx context.Context, key string) (int, error) {
+func (o *fakeOracle) WaitGrant(ctx context.Context, key string) (Grant, error) {
 	o.waiting <- struct{}{}
 	select {
 	case c := <-o.grants:
-		return c, nil
+		return fakeGrant(c), nil
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		return Grant{}, ctx.Err()
 	}
 }
 

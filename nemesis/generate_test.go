@@ -2,7 +2,9 @@ package nemesis
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,60 +12,98 @@ import (
 	"github.com/tumbler-dev/tumbler/cluster"
 )
 
-func genSetups(t *testing.T) []GenOptions {
-	var out []GenOptions
-	for _, topo := range []string{"independent:1", "independent:3", "independent:5", "replicated:1", "replicated:2", "replicated:2+sentinels"} {
-		tp, err := cluster.ParseTopology(topo)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, key := range []string{"", "tumbler:0"} {
-			out = append(out, GenOptions{
-				Setup:     Setup{Topology: tp, Clients: 4, NodeClock: true, ClientMode: ProcessClients},
-				TTL:       500 * time.Millisecond,
-				TimeLimit: 30 * time.Second,
-				Key:       key,
-				LockSteps: []string{"workload:after-acquire", "redlock:after-send"},
-			})
-		}
+var genTopologies = []string{"independent:1", "independent:3", "independent:5", "replicated:1", "replicated:2", "replicated:2+sentinels"}
+
+func genOptions(t *testing.T, topo, key string, k int) GenOptions {
+	tp, err := cluster.ParseTopology(topo)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return GenOptions{
+		Setup:       Setup{Topology: tp, Clients: 4, NodeClock: true, ClientMode: ProcessClients},
+		TTL:         500 * time.Millisecond,
+		TimeLimit:   30 * time.Second,
+		Concurrency: k,
+		Key:         key,
+		LockSteps:   []string{"workload:after-acquire", "redlock:after-send"},
+		Hold:        [2]time.Duration{400 * time.Millisecond, 450 * time.Millisecond},
+		Quorum:      tp.Kind == cluster.Independent && tp.N >= 3,
+	}
 }
 
 func mixFor(s Setup) []Kind {
 	var mix []Kind
 	for _, k := range Kinds {
-		if supports(k, s) == nil {
+		if k.Available(s) == nil {
 			mix = append(mix, k)
 		}
 	}
 	return mix
 }
 
-func TestGenerateDeterministicValidRoundTrips(t *testing.T) {
-	kinds := map[Kind]int{}
-	for _, o := range genSetups(t) {
-		mix := mixFor(o.Setup)
-		for seed := int64(0); seed < 40; seed++ {
-			p, err := Generate(seed, mix, o)
-			if err != nil {
-				t.Fatalf("%s seed %d: %v", o.Topology, seed, err)
+// genCase is one setup and mix the properties are checked on, with so
+// many seeds.
+type genCase struct {
+	name  string
+	o     GenOptions
+	mix   []Kind
+	seeds int64
+}
+
+func genCases(t *testing.T) []genCase {
+	var out []genCase
+	for _, topo := range genTopologies {
+		for _, key := range []string{"", "tumbler:0"} {
+			for _, k := range []int{1, 2, 3} {
+				o := genOptions(t, topo, key, k)
+				all := mixFor(o.Setup)
+				name := fmt.Sprintf("%s key=%q K=%d", topo, key, k)
+				out = append(out, genCase{name + " all", o, all, 8})
+				if k == 3 {
+					continue // the mixes below with K = 1 and 2
+				}
+				for _, kind := range all {
+					out = append(out, genCase{name + " " + string(kind), o, []Kind{kind}, 3})
+				}
+				if slices.Contains(all, Partition) {
+					for _, f := range []Kind{Restart, Kill, Clock, Pause} {
+						out = append(out, genCase{name + " partition," + string(f), o, []Kind{Partition, f}, 4})
+					}
+				}
 			}
-			again, _ := Generate(seed, mix, o)
+		}
+	}
+	return out
+}
+
+// TestGenerateProperties: for every topology and mix, generated plans are
+// valid, the same for the same seed, survive a JSON round trip, never
+// have more than K faults active at once, and heal every fault (with the
+// time a start or a failover may take) before the time limit.
+func TestGenerateProperties(t *testing.T) {
+	kinds := map[Kind]int{}
+	var leaseSteps, bareMajority, overlapping, holderSteps int
+	for _, tc := range genCases(t) {
+		o := tc.o
+		for seed := range tc.seeds {
+			p, err := Generate(seed, tc.mix, o)
+			if err != nil {
+				t.Fatalf("%s seed %d: %v", tc.name, seed, err)
+			}
+			again, _ := Generate(seed, tc.mix, o)
 			a, _ := json.Marshal(p)
 			b, _ := json.Marshal(again)
 			if string(a) != string(b) {
-				t.Fatalf("%s seed %d: two plans from one seed:\n%s\n%s", o.Topology, seed, a, b)
+				t.Fatalf("%s seed %d: two plans from one seed:\n%s\n%s", tc.name, seed, a, b)
 			}
 			if err := p.Validate(o.Setup); err != nil {
-				t.Fatalf("%s seed %d: generated plan invalid: %v\n%s", o.Topology, seed, err, a)
+				t.Fatalf("%s seed %d: generated plan invalid: %v\n%s", tc.name, seed, err, a)
 			}
 			back, err := ParsePlan(a)
 			if err != nil {
 				t.Fatal(err)
 			}
-			c, _ := json.Marshal(back)
-			if string(c) != string(a) {
+			if c, _ := json.Marshal(back); string(c) != string(a) {
 				t.Fatalf("JSON round trip changed the plan:\n%s\n%s", a, c)
 			}
 			pc, _ := p.compile(o.Setup)
@@ -76,26 +116,55 @@ func TestGenerateDeterministicValidRoundTrips(t *testing.T) {
 				}
 			}
 			if len(p.Steps) == 0 {
-				t.Fatalf("%s seed %d: no steps in 30 s", o.Topology, seed)
+				t.Fatalf("%s seed %d: no steps in 30 s", tc.name, seed)
 			}
-			// One fault at a time, each healed (with its allowance) before
-			// the time limit, after a quiet interval.
-			prevEnd := time.Duration(0)
+			g := &gen{o: o}
+			if n := maxActive(pc, (*compiled).window); n > o.Concurrency {
+				t.Errorf("%s seed %d: %d faults active at once, K = %d\n%s", tc.name, seed, n, o.Concurrency, a)
+			}
+			if n := maxActive(pc, g.window); n > o.Concurrency {
+				t.Errorf("%s seed %d: %d faults active at once counting starts and failovers, K = %d\n%s", tc.name, seed, n, o.Concurrency, a)
+			}
+			if maxActive(pc, (*compiled).window) > 1 {
+				overlapping++
+			}
 			for i, c := range pc {
-				kinds[c.Fault]++
-				from, to := c.window()
-				if from < prevEnd+o.TTL*3 {
-					t.Errorf("%s seed %d: step %d starts at %v, %v after the previous fault", o.Topology, seed, i+1, from, from-prevEnd)
+				if !slices.Contains(tc.mix, c.Fault) {
+					t.Errorf("%s seed %d: step %d is a %s, not in the mix", tc.name, seed, i+1, c.Fault)
 				}
-				if to > o.TimeLimit {
-					t.Errorf("%s seed %d: step %d ends at %v, past the time limit", o.Topology, seed, i+1, to)
+				kinds[c.Fault]++
+				if _, to := g.window(c); to > o.TimeLimit {
+					t.Errorf("%s seed %d: step %d may last until %v, past the time limit", tc.name, seed, i+1, to)
 				}
 				for _, sp := range []Span{c.For, c.Latency, c.Offset, c.Pause, c.Delay, c.Lag} {
 					if !sp.IsZero() && !sp.Relative() {
 						t.Errorf("magnitude %s is not relative to the TTL", sp)
 					}
 				}
-				prevEnd = to
+				if (c.Node != "" || c.holder()) && c.Trigger != TriggerGrant {
+					t.Errorf("%s seed %d: step %d aims at the lock without waiting for a grant", tc.name, seed, i+1)
+				}
+				if c.Node == NodeLease {
+					leaseSteps++
+				}
+				if c.holder() {
+					holderSteps++
+				}
+				// A bare-majority scene: N/2 nodes cut, then a step on the
+				// lease, triggered by a grant, while the cut lasts.
+				if c.Fault == Partition && len(o.Topology.Nodes()) >= 3 && len(c.Nodes) == len(o.Topology.Nodes())/2 && i+1 < len(pc) && pc[i+1].Node == NodeLease && pc[i+1].at > c.at && pc[i+1].at < c.at+c.dur {
+					bareMajority++
+					if o.Key == "" || !o.Quorum {
+						t.Errorf("%s seed %d: a bare-majority scene without a key or a quorum lock", tc.name, seed)
+					}
+				}
+			}
+			if o.Concurrency == 1 {
+				for i := 1; i < len(pc); i++ {
+					if _, to := g.window(pc[i-1]); pc[i].at < to {
+						t.Errorf("%s seed %d: with K = 1 step %d starts at %v, before step %d may end at %v", tc.name, seed, i+1, pc[i].at, i, to)
+					}
+				}
 			}
 		}
 	}
@@ -104,7 +173,11 @@ func TestGenerateDeterministicValidRoundTrips(t *testing.T) {
 			t.Errorf("no %s fault generated across all setups and seeds", k)
 		}
 	}
-	o := genSetups(t)[4]
+	t.Logf("kinds %v; %d lease steps, %d holder steps, %d bare-majority scenes, %d plans with overlapping faults", kinds, leaseSteps, holderSteps, bareMajority, overlapping)
+	if leaseSteps == 0 || holderSteps == 0 || bareMajority == 0 || overlapping == 0 {
+		t.Error("the generator drew no lease steps, holder steps, bare-majority scenes or overlaps")
+	}
+	o := genOptions(t, "independent:5", "tumbler:0", 2)
 	p1, _ := Generate(1, mixFor(o.Setup), o)
 	p2, _ := Generate(2, mixFor(o.Setup), o)
 	if reflect.DeepEqual(p1.Steps, p2.Steps) {
@@ -115,8 +188,84 @@ func TestGenerateDeterministicValidRoundTrips(t *testing.T) {
 	}
 }
 
+// TestGenerateLockAwareShapes: what the lock-aware draws look like in
+// numbers: clock jumps mostly forward and past the TTL, on one node or
+// several; a fixed persistence is never overridden; failovers aimed at a
+// grant mostly cut replication first, with little lag.
+func TestGenerateLockAwareShapes(t *testing.T) {
+	o := genOptions(t, "independent:5", "tumbler:0", 2)
+	var clocks, forwardPast, backward, several int
+	for seed := int64(0); seed < 200; seed++ {
+		p, err := Generate(seed, []Kind{Clock}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range p.Steps {
+			clocks++
+			switch off := st.Offset.Resolve(o.TTL); {
+			case off > o.TTL:
+				forwardPast++
+			case off < 0:
+				backward++
+			}
+			if len(st.Nodes) > 1 {
+				several++
+			}
+		}
+	}
+	t.Logf("%d clock steps: %d forward past the TTL, %d backward, %d on several nodes", clocks, forwardPast, backward, several)
+	if forwardPast*2 < clocks || backward == 0 || several == 0 {
+		t.Errorf("clock jumps: %d of %d forward past the TTL (want at least half), %d backward, %d on several nodes", forwardPast, clocks, backward, several)
+	}
+
+	o.Persistence = cluster.AOFAlways
+	for seed := int64(0); seed < 100; seed++ {
+		p, _ := Generate(seed, []Kind{Partition, Restart, Kill}, o)
+		for _, st := range p.Steps {
+			if st.Persistence != "" {
+				t.Fatalf("seed %d: the run fixed aof-always, the plan sets %q on a %s", seed, st.Persistence, st.Fault)
+			}
+		}
+	}
+	o.Persistence = ""
+	modes := map[cluster.Persistence]int{}
+	for seed := int64(0); seed < 100; seed++ {
+		p, _ := Generate(seed, []Kind{Restart}, o)
+		for _, st := range p.Steps {
+			modes[st.Persistence]++
+		}
+	}
+	if len(modes) != 4 {
+		t.Errorf("restart persistence modes drawn: %v, want all of keep, none, aof-everysec, aof-always", modes)
+	}
+
+	o = genOptions(t, "replicated:1+sentinels", "tumbler:0", 2)
+	o.TTL, o.Hold, o.TimeLimit = 6*time.Second, [2]time.Duration{4200 * time.Millisecond, 5400 * time.Millisecond}, 20*time.Second
+	var aimed, cut, fits int
+	for seed := int64(0); seed < 50; seed++ {
+		p, err := Generate(seed, []Kind{Failover}, o)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		if len(p.Steps) > 0 {
+			fits++
+		}
+		for _, st := range p.Steps {
+			if st.Trigger == TriggerGrant {
+				aimed++
+				if st.CutReplication && st.Lag.Resolve(o.TTL) <= o.TTL/10 {
+					cut++
+				}
+			}
+		}
+	}
+	if fits < 50 || aimed == 0 || cut*2 < aimed {
+		t.Errorf("failover in 20 s with a 6 s TTL: %d of 50 plans have one; %d aimed at a grant, %d of them with replication cut and lag ≤ 0.1 TTL", fits, aimed, cut)
+	}
+}
+
 func TestGenerateRefusesWhatTheSetupCannotTake(t *testing.T) {
-	o := genSetups(t)[4] // independent:5
+	o := genOptions(t, "independent:5", "tumbler:0", 2)
 	for _, tc := range []struct {
 		mix  []Kind
 		o    func(*GenOptions)
@@ -124,11 +273,19 @@ func TestGenerateRefusesWhatTheSetupCannotTake(t *testing.T) {
 	}{
 		{[]Kind{Failover}, nil, "failover: topology independent:5 has no replicas"},
 		{[]Kind{"meteor"}, nil, `unknown fault "meteor"`},
-		{[]Kind{Clock}, func(o *GenOptions) { o.NodeClock = false }, "without the clock shim"},
+		{[]Kind{Clock}, func(o *GenOptions) { o.NodeClock = false }, "clock: the data nodes run without the clock shim"},
 		{[]Kind{StepCrash}, func(o *GenOptions) { o.LockSteps = nil }, "needs GenOptions.LockSteps"},
 		{[]Kind{ClientPause}, func(o *GenOptions) { o.ClientMode = InProcessClients }, "process mode"},
+		{[]Kind{Partition, Pause}, func(o *GenOptions) { o.Provider, o.Controls = "external", cluster.CanKill },
+			"pause: needs a provider that can pause/resume nodes; the external provider can kill/start"},
+		{[]Kind{Clock}, func(o *GenOptions) { o.Provider, o.Controls = "docker", cluster.AllControls&^cluster.CanClock },
+			"clock: needs a provider that can clock nodes; the docker provider can kill/start, wipe, pause/resume"},
+		{[]Kind{Partition}, func(o *GenOptions) { o.Concurrency = 0 }, "concurrency 0: at least one fault"},
+		{[]Kind{Partition}, func(o *GenOptions) { o.Concurrency = -2 }, "concurrency -2"},
 		{[]Kind{Partition}, func(o *GenOptions) { o.TTL = 0 }, "TTL must be positive"},
 		{[]Kind{Partition}, func(o *GenOptions) { o.TimeLimit = -time.Second }, "time limit must be positive"},
+		{[]Kind{Partition}, func(o *GenOptions) { o.Hold = [2]time.Duration{time.Second, 0} }, "hold"},
+		{[]Kind{Partition}, func(o *GenOptions) { o.Clients = 0 }, "partition: topology independent:5 without clients has no links"},
 	} {
 		oo := o
 		if tc.o != nil {

@@ -5,9 +5,39 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/tumbler-dev/tumbler/cluster"
+)
+
+// Shape says which links a partition or latency step acts on.
+type Shape string
+
+// Link shapes. A step without a shape gets one from its targets: Nodes →
+// ShapeNodes, Clients or Client → ShapeClient, Links → ShapeLinks.
+const (
+	// ShapeNodes: every client's link to each of Nodes. One node, a
+	// minority or a majority is a matter of how many are named.
+	ShapeNodes Shape = "nodes"
+	// ShapeIsolate: every link of each of Nodes — from clients, from peers
+	// (Sentinels), and replication in and out.
+	ShapeIsolate Shape = "isolate"
+	// ShapeClient: the links of Clients (or the holder) to every node.
+	ShapeClient Shape = "client"
+	// ShapeReplication: the replication links of the replicas in Nodes (all
+	// replicas if none are named) to the primary of the moment.
+	ShapeReplication Shape = "replication"
+	// ShapeBridge: clients split into two halves that see overlapping
+	// majorities of the nodes. With N nodes and m = N/2+1, the first half of
+	// the clients (0..⌈C/2⌉−1) reaches only the first m nodes and the
+	// second half only the last m: for independent:5, n1..n3 and n3..n5,
+	// bridged by n3. Each half can still form a majority, and any two
+	// majorities share a node, so Redlock must stay safe.
+	ShapeBridge Shape = "bridge"
+	// ShapeLinks: the named cluster links (cluster.Link names such as
+	// "c0->n1"; c<i> is client i).
+	ShapeLinks Shape = "links"
 )
 
 // world is what link resolution needs to know about the cluster now.
@@ -63,17 +93,18 @@ func bridgeGroups(nodes []string, clients int) (a, b []int, aNodes, bNodes []str
 	return a, b, nodes[:m], nodes[n-m:]
 }
 
-// resolveLinks turns a link step into link names, for the given clients
-// (the holder already substituted into c.Clients' place).
-func (w world) resolveLinks(c *compiled, clients []int) ([]string, error) {
+// resolveLinks turns a link step into link names, for its targets as
+// resolved (the holder in the place of "client", the node a selector chose
+// in the place of "node").
+func (w world) resolveLinks(c *compiled, t target) ([]string, error) {
 	var out []string
 	switch c.shape {
 	case ShapeNodes:
-		for _, n := range c.Nodes {
+		for _, n := range t.nodes {
 			out = append(out, w.fromEveryClient(n)...)
 		}
 	case ShapeIsolate:
-		for _, n := range c.Nodes {
+		for _, n := range t.nodes {
 			out = append(out, w.fromEveryClient(n)...)
 			if w.topo.Kind == cluster.Replicated {
 				out = append(out, cluster.PeerLink(n))
@@ -85,14 +116,14 @@ func (w world) resolveLinks(c *compiled, clients []int) ([]string, error) {
 			}
 		}
 	case ShapeClient:
-		for _, i := range clients {
+		for _, i := range t.clients {
 			if i >= w.proxies {
 				return nil, fmt.Errorf("client %d has no proxies in the cluster (it has c0..c%d)", i, w.proxies-1)
 			}
 			out = append(out, w.clientLinks(i, w.topo.Nodes())...)
 		}
 	case ShapeReplication:
-		rs := c.Nodes
+		rs := t.nodes
 		if len(rs) == 0 {
 			rs = w.replicas()
 		}
@@ -120,6 +151,180 @@ func (w world) resolveLinks(c *compiled, clients []int) ([]string, error) {
 		return nil, errors.New("no links to act on")
 	}
 	return out, nil
+}
+
+// applyLinks puts step i's link fault (partition, latency,
+// client-partition) on the links its targets resolve to.
+func (r *runner) applyLinks(i int, t target) error {
+	st := r.steps[i]
+	c := st.c
+	w, err := r.world(c.shape == ShapeReplication)
+	if err != nil {
+		return err
+	}
+	links, err := w.resolveLinks(c, t)
+	if err != nil {
+		return err
+	}
+	st.fault.Desc = describeLinks(c, w, t, links)
+	st.fault.Targets = linkTargets(c, w, t, links)
+	lc := linkContrib{step: i, latency: c.latency, jitter: c.jitter}
+	if !c.kind.traits().delays {
+		lc.cut = c.mode
+	}
+	lc.up, lc.down = streamsOf(c.dir)
+	st.undo = append(st.undo, func() error { return r.links.remove(i, links) })
+	if err := r.links.add(lc, links); err != nil {
+		return err
+	}
+	return nil
+}
+
+// describeLinks is the sentence of a link fault; w and links are empty
+// before the step is resolved.
+func describeLinks(c *compiled, w world, t target, links []string) string {
+	delay := c.kind.traits().delays
+	nodes := nodesText(c, t)
+	var what string
+	switch c.shape {
+	case ShapeNodes:
+		what = fmt.Sprintf("%s from every client", nodes)
+		if delay {
+			what = fmt.Sprintf("every client's link to %s", nodes)
+		}
+	case ShapeIsolate:
+		what = fmt.Sprintf("%s from everything (clients, peers, replication)", nodes)
+		if delay {
+			what = fmt.Sprintf("every link of %s", nodes)
+		}
+	case ShapeClient:
+		what = fmt.Sprintf("%s from every node", clientsText(c, t.clients))
+		if c.kind.traits().gates {
+			what += " and from the resource"
+		}
+		if delay {
+			what = fmt.Sprintf("the links of %s to every node", clientsText(c, t.clients))
+		}
+	case ShapeReplication:
+		what = "replication"
+		if len(links) > 0 && w.primary != "" {
+			what += " " + list(links)
+		} else if len(c.Nodes) > 0 {
+			what += " of " + nodes
+		}
+	case ShapeBridge:
+		n := w.topo.Nodes()
+		if len(n) == 0 {
+			return fmt.Sprintf("bridge: two halves of the clients see overlapping majorities of the nodes for %v (%s)", c.dur, cutText(c))
+		}
+		a, b, an, bn := bridgeGroups(n, w.clients)
+		return fmt.Sprintf("bridge: clients %s reach only %s, clients %s only %s, for %v (%s)",
+			intRange(a), list(an), intRange(b), list(bn), c.dur, cutText(c))
+	case ShapeLinks:
+		what = "links " + list(links)
+	}
+	if delay {
+		return fmt.Sprintf("delay %s by %v ± %v for %v%s", what, c.latency, c.jitter, c.dur, dirText(c.dir))
+	}
+	return fmt.Sprintf("cut %s for %v (%s)", what, c.dur, cutText(c))
+}
+func dirText(d cluster.Direction) string {
+	switch d {
+	case cluster.Upstream:
+		return " (requests only)"
+	case cluster.Downstream:
+		return " (replies only)"
+	}
+	return ""
+}
+func intRange(xs []int) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	if len(xs) == 1 {
+		return strconv.Itoa(xs[0])
+	}
+	return fmt.Sprintf("%d–%d", xs[0], xs[len(xs)-1])
+}
+func linkTargets(c *compiled, w world, t target, links []string) []string {
+	switch c.shape {
+	case ShapeNodes, ShapeIsolate:
+		return slices.Clone(t.nodes)
+	case ShapeClient:
+		return clientNames(t.clients)
+	case ShapeBridge:
+		return w.topo.Nodes()
+	}
+	return slices.Clone(links)
+}
+
+// compileShape finds a link step's shape, from "shape" or from its
+// targets, and checks its targets against it.
+func (c *compiled) compileShape(s Setup) error {
+	hasNodes, hasClients, hasLinks := len(c.Nodes) > 0 || c.Node != "", len(c.Clients) > 0 || c.Client != "", len(c.Links) > 0
+	c.shape = c.Shape
+	if c.shape == "" {
+		switch {
+		case hasNodes && !hasClients && !hasLinks:
+			c.shape = ShapeNodes
+		case hasClients && !hasNodes && !hasLinks:
+			c.shape = ShapeClient
+		case hasLinks && !hasNodes && !hasClients:
+			c.shape = ShapeLinks
+		case !hasNodes && !hasClients && !hasLinks:
+			return errors.New("needs targets: \"nodes\", \"node\", \"clients\", \"client\": \"holder\", \"links\", or a \"shape\"")
+		default:
+			return errors.New("targets of different kinds need a \"shape\" saying what to cut")
+		}
+	}
+	only := func(what string, ok bool) error {
+		if !ok {
+			return fmt.Errorf("shape %q takes only %s", c.shape, what)
+		}
+		return nil
+	}
+	switch c.shape {
+	case ShapeNodes, ShapeIsolate:
+		if !hasNodes {
+			return fmt.Errorf("shape %q needs \"nodes\"", c.shape)
+		}
+		return only("\"nodes\"", !hasClients && !hasLinks)
+	case ShapeClient:
+		if !hasClients {
+			return fmt.Errorf("shape %q needs \"clients\" or \"client\": %q", c.shape, Holder)
+		}
+		return only("\"clients\" or \"client\"", !hasNodes && !hasLinks)
+	case ShapeReplication:
+		if s.Topology.Kind != cluster.Replicated {
+			return fmt.Errorf("topology %s has no replication links", s.Topology)
+		}
+		return only("\"nodes\" (replicas; all if none)", !hasClients && !hasLinks)
+	case ShapeBridge:
+		if n := len(s.Topology.Nodes()); n < 3 || s.Clients < 2 {
+			return fmt.Errorf("a bridge needs at least 3 nodes and 2 clients, the setup has %d and %d", n, s.Clients)
+		}
+		return only("no targets (it splits all clients and nodes)", !hasNodes && !hasClients && !hasLinks)
+	case ShapeLinks:
+		if !hasLinks {
+			return fmt.Errorf("shape %q needs \"links\"", c.shape)
+		}
+		if err := only("\"links\"", !hasNodes && !hasClients); err != nil {
+			return err
+		}
+		return checkLinks(c.Links, s)
+	}
+	return fmt.Errorf("unknown shape %q (nodes, isolate, client, replication, bridge or links)", c.shape)
+}
+
+// checkLinks checks explicit link names against the links the setup's
+// cluster has (cluster.Topology.Links).
+func checkLinks(links []string, s Setup) error {
+	for _, name := range links {
+		if err := s.Topology.CheckLink(s.Clients, name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func without(all, drop []string) []string {

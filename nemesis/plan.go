@@ -23,89 +23,10 @@ type Plan struct {
 	Steps []Step `json:"steps"`
 }
 
-// Kind names a fault.
+// Kind names a fault. Each kind has one home, its kind_*.go file: its
+// fields and their rules, what it needs of the setup, how it is applied,
+// healed and described, and how Generate draws it; Kinds lists them.
 type Kind string
-
-// The faults of DESIGN.md §5.
-const (
-	// Partition cuts links (see Shape) for For.
-	Partition Kind = "partition"
-	// Latency delays links by Latency ± Jitter for For.
-	Latency Kind = "latency"
-	// Kill SIGKILLs the Nodes, keeps them down for For, then starts them
-	// with Persistence ("" keeps each node's mode).
-	Kill Kind = "kill"
-	// Restart kills the Nodes and starts them again after Delay with
-	// Persistence. It takes no For: it ends when the nodes answer again.
-	Restart Kind = "restart"
-	// Pause freezes the Nodes (SIGSTOP) for For.
-	Pause Kind = "pause"
-	// Clock shifts the Nodes' wall clocks by Offset for For (heal: back to
-	// 0); with Strobe, the offset alternates with 0 every Strobe interval.
-	Clock Kind = "clock"
-	// Failover moves the primary of a replicated topology (see Via),
-	// optionally after cutting replication so the last writes are lost.
-	Failover Kind = "failover"
-	// ClientPause stops a client process (SIGSTOP) for For.
-	ClientPause Kind = "client-pause"
-	// ClientClock shifts a client's wall clock by Offset for For.
-	ClientClock Kind = "client-clock"
-	// StepPause arms a client to stop for Pause when it next reaches the
-	// lock step Step; the arming lasts For.
-	StepPause Kind = "step-pause"
-	// StepCrash arms a client to crash when it next reaches the lock step
-	// Step; the arming lasts For.
-	StepCrash Kind = "step-crash"
-	// ClientPartition cuts a client from every node and closes its gate to
-	// the protected resource for For.
-	ClientPartition Kind = "client-partition"
-)
-
-// Kinds lists every fault kind.
-var Kinds = []Kind{Partition, Latency, Kill, Restart, Pause, Clock, Failover,
-	ClientPause, ClientClock, StepPause, StepCrash, ClientPartition}
-
-// Shape says which links a partition or latency step acts on.
-type Shape string
-
-// Link shapes. A step without a shape gets one from its targets: Nodes →
-// ShapeNodes, Clients or Client → ShapeClient, Links → ShapeLinks.
-const (
-	// ShapeNodes: every client's link to each of Nodes. One node, a
-	// minority or a majority is a matter of how many are named.
-	ShapeNodes Shape = "nodes"
-	// ShapeIsolate: every link of each of Nodes — from clients, from peers
-	// (Sentinels), and replication in and out.
-	ShapeIsolate Shape = "isolate"
-	// ShapeClient: the links of Clients (or the holder) to every node.
-	ShapeClient Shape = "client"
-	// ShapeReplication: the replication links of the replicas in Nodes (all
-	// replicas if none are named) to the primary of the moment.
-	ShapeReplication Shape = "replication"
-	// ShapeBridge: clients split into two halves that see overlapping
-	// majorities of the nodes. With N nodes and m = N/2+1, the first half of
-	// the clients (0..⌈C/2⌉−1) reaches only the first m nodes and the
-	// second half only the last m: for independent:5, n1..n3 and n3..n5,
-	// bridged by n3. Each half can still form a majority, and any two
-	// majorities share a node, so Redlock must stay safe.
-	ShapeBridge Shape = "bridge"
-	// ShapeLinks: the named cluster links (cluster.Link names such as
-	// "c0->n1"; c<i> is client i).
-	ShapeLinks Shape = "links"
-)
-
-// Via says how a failover step moves the primary.
-type Via string
-
-const (
-	// ViaKill SIGKILLs the primary and waits for Sentinel to promote a
-	// replica; at heal the old primary starts again as a replica.
-	ViaKill Via = "kill"
-	// ViaSentinel asks Sentinel to fail over (SENTINEL FAILOVER) and waits.
-	ViaSentinel Via = "sentinel"
-	// ViaPromote promotes the replica named in Nodes by hand.
-	ViaPromote Via = "promote"
-)
 
 // Trigger makes a step wait for an event after At before it applies.
 type Trigger string
@@ -125,12 +46,27 @@ const OnTimeoutApply = "apply"
 // applies (the client granted it, for a step triggered by a grant).
 const Holder = "holder"
 
-// ArmsStep reports whether the kind arms a lock step (step-pause,
-// step-crash): it acts only if a target client reaches that step while armed.
-func (k Kind) ArmsStep() bool { return k == StepPause || k == StepCrash }
+// Node selectors: a step's "node" names a role, and the node that has it
+// is found when the step applies (and recorded in the step's fault
+// record). Validation takes a selected node to be possibly any node.
+const (
+	// NodeLease is a node the lease of the holder of Key rests on: a data
+	// node whose Key holds the holder's value, as the harness reads it on
+	// every node directly when the step applies (for a step triggered by a
+	// grant, the lease just granted). When several do, the plan's seed and
+	// the step's number pick one, the same on every replay of the same
+	// lease. Nobody holding Key, or no node holding the lease, skips the
+	// step.
+	NodeLease = "lease"
+	// NodePrimary is the primary of a replicated topology when the step
+	// applies.
+	NodePrimary = "primary"
+)
 
-// Step is one fault in a plan. Which parameters a kind takes is listed in
-// the package documentation; Validate refuses the others.
+// Step is one fault in a plan: one flat JSON object whatever its kind.
+// Which fields a kind takes is listed in the package documentation (the
+// table is rendered from the kinds themselves); Validate refuses the
+// others.
 type Step struct {
 	// At is when the step applies, from the start of the run.
 	At Span `json:"at"`
@@ -148,6 +84,7 @@ type Step struct {
 
 	// Targets.
 	Nodes   []string `json:"nodes,omitempty"`
+	Node    string   `json:"node,omitempty"`    // "lease" or "primary"
 	Clients []int    `json:"clients,omitempty"` // history client numbers, from 0
 	Client  string   `json:"client,omitempty"`  // "holder"
 	Links   []string `json:"links,omitempty"`

@@ -111,7 +111,9 @@ func TestValidateNamesTheStep(t *testing.T) {
 	inproc := ind5
 	inproc.ClientMode = InProcessClients
 	external := ind5
-	external.Refuses = []Kind{Kill, Pause}
+	external.Provider, external.Controls = "external", cluster.CanClock
+	extKill := ind5
+	extKill.Provider, extKill.Controls = "external", cluster.CanKill
 	for _, tc := range []struct {
 		name  string
 		setup Setup
@@ -122,13 +124,17 @@ func TestValidateNamesTheStep(t *testing.T) {
 		{"no fault", ind5, `{"steps":[{"at":"1s"}]}`, `step 1: no "fault"`},
 		{"failover on independent", ind5, `{"steps":[{"at":"1s","fault":"kill","nodes":["n1"],"for":"1s"},{"at":"1s","fault":"failover","via":"kill"}]}`,
 			"step 2 (failover): topology independent:5 has no replicas"},
+		{"failover on groups needs a replica named", Setup{Topology: cluster.Topology{Kind: cluster.Groups, N: 5}, Clients: 2},
+			`{"steps":[{"at":"1s","fault":"failover","via":"kill"}]}`, `step 1 (failover): via "kill" needs Sentinels`},
 		{"replication on independent", ind5, `{"steps":[{"at":"1s","fault":"partition","shape":"replication","for":"1s"}]}`,
 			"step 1 (partition): topology independent:5 has no replication links"},
 		{"no such node", ind5, `{"steps":[{"at":"1s","fault":"pause","nodes":["n6"],"for":"1s"}]}`, `step 1 (pause): no node "n6" in independent:5`},
 		{"no such client", ind5, `{"steps":[{"at":"1s","fault":"client-clock","clients":[3],"offset":"1s","for":"1s"}]}`, "step 1 (client-clock): no client 3: clients are 0..2"},
 		{"clock without shim", noClock, `{"steps":[{"at":"1s","fault":"clock","nodes":["n1"],"offset":"1s","for":"1s"}]}`, "step 1 (clock): the data nodes run without the clock shim"},
 		{"client pause in process", inproc, `{"steps":[{"at":"1s","fault":"client-pause","clients":[0],"for":"1s"}]}`, "step 1 (client-pause): needs clients in process mode"},
-		{"provider refuses", external, `{"steps":[{"at":"1s","fault":"pause","nodes":["n1"],"for":"1s"}]}`, "step 1 (pause): the cluster's provider cannot take pause faults"},
+		{"provider refuses", external, `{"steps":[{"at":"1s","fault":"pause","nodes":["n1"],"for":"1s"}]}`, "step 1 (pause): needs a provider that can pause/resume nodes; the external provider can clock"},
+		{"provider cannot kill", external, `{"steps":[{"at":"1s","fault":"kill","nodes":["n1"],"for":"1s"}]}`, "step 1 (kill): needs a provider that can kill/start nodes"},
+		{"provider cannot wipe", extKill, `{"steps":[{"at":"1s","fault":"restart","nodes":["n1"],"persistence":"none"}]}`, `step 1 (restart): persistence "none": needs a provider that can wipe nodes; the external provider can kill/start`},
 		{"zero for", ind5, `{"steps":[{"at":"1s","fault":"partition","nodes":["n1"]}]}`, `step 1 (partition): needs a positive "for"`},
 		{"negative for", ind5, `{"ttl":"1s","steps":[{"at":"1s","fault":"pause","nodes":["n1"],"for":"-1ttl"}]}`, `step 1 (pause): needs a positive "for"`},
 		{"negative at", ind5, `{"steps":[{"at":"-1s","fault":"pause","nodes":["n1"],"for":"1s"}]}`, `step 1 (pause): at "-1s" is negative`},
@@ -161,6 +167,14 @@ func TestValidateNamesTheStep(t *testing.T) {
 			"step 2 (kill): overlaps step 1 (restart)"},
 		{"two failovers", Setup{Topology: cluster.Topology{Kind: cluster.Replicated, N: 2}}, `{"steps":[{"at":"1s","fault":"failover","via":"promote","nodes":["r1"],"cut_replication":true,"lag":"2s"},{"at":"2s","fault":"failover","via":"promote","nodes":["r2"]}]}`,
 			"step 2 (failover): overlaps step 1 (failover)"},
+		{"unknown node selector", ind5, `{"steps":[{"at":"1s","fault":"pause","node":"n3","for":"1s"}]}`, `step 1 (pause): unknown node selector "n3" (known: lease, primary; name nodes in "nodes")`},
+		{"lease without key", ind5, `{"steps":[{"at":"1s","fault":"pause","node":"lease","for":"1s"}]}`, `step 1 (pause): node "lease" needs a "key"`},
+		{"primary on independent", ind5, `{"steps":[{"at":"1s","fault":"pause","node":"primary","for":"1s"}]}`, `step 1 (pause): node "primary": topology independent:5 has no primary`},
+		{"node and nodes", ind5, `{"steps":[{"at":"1s","key":"k","fault":"pause","node":"lease","nodes":["n1"],"for":"1s"}]}`, `give "nodes" or "node": "lease", not both`},
+		{"no node target", ind5, `{"steps":[{"at":"1s","fault":"pause","for":"1s"}]}`, `step 1 (pause): needs "nodes", or "node": "lease" or "primary"`},
+		{"node on a client fault", ind5, `{"steps":[{"at":"1s","key":"k","fault":"client-pause","node":"lease","clients":[0],"for":"1s"}]}`, `"node" does not apply to client-pause`},
+		{"selected node may be any", ind5, `{"steps":[{"at":"1s","fault":"kill","nodes":["n2"],"for":"2s"},{"at":"2s","trigger":"grant","key":"k","fault":"restart","node":"lease"}]}`,
+			"step 2 (restart): overlaps step 1 (kill) between 2s and 3s: both may hit one node"},
 		{"step armed twice", ind5, `{"steps":[{"at":"1s","fault":"step-crash","clients":[0,1],"step":"s","for":"2s"},{"at":"2s","fault":"step-pause","clients":[1],"step":"s","pause":"1s","for":"1s"}]}`,
 			`step 2 (step-pause): overlaps step 1 (step-crash) between 2s and 3s: both arm lock step "s"`},
 	} {
@@ -184,7 +198,10 @@ func TestValidateNamesTheStep(t *testing.T) {
 		{"at":"1s","fault":"pause","nodes":["n3"],"for":"1s"},
 		{"at":"2s","fault":"kill","nodes":["n3"],"for":"1s","persistence":"aof-always"},
 		{"at":"3s","fault":"partition","shape":"bridge","for":"1s","mode":"reset","direction":"upstream"},
-		{"at":"3s","fault":"partition","links":["c0->n1","c2->n5"],"for":"1s"}
+		{"at":"3s","fault":"partition","links":["c0->n1","c2->n5"],"for":"1s"},
+		{"at":"3s","trigger":"grant","key":"k","fault":"clock","node":"lease","offset":"2ttl","for":"1s"},
+		{"at":"3s","trigger":"grant","key":"k","fault":"partition","node":"lease","for":"1s"},
+		{"at":"5s","trigger":"grant","key":"k","fault":"restart","node":"lease","persistence":"none"}
 	]}`
 	if err := mustPlan(t, ok).Validate(ind5); err != nil {
 		t.Errorf("a plan of composable faults: %v", err)
@@ -204,7 +221,7 @@ func TestBridgeGroups(t *testing.T) {
 	}
 	w := world{topo: cluster.Topology{Kind: cluster.Independent, N: 5}, proxies: 5, clients: 5}
 	c := &compiled{shape: ShapeBridge}
-	links, err := w.resolveLinks(c, nil)
+	links, err := w.resolveLinks(c, target{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,15 +246,31 @@ func TestResolveLinks(t *testing.T) {
 		{compiled{shape: ShapeReplication, Step: Step{Nodes: []string{"r2"}}}, nil, "r2->r1"},
 		{compiled{shape: ShapeLinks, Step: Step{Links: []string{"peer->p"}}}, nil, "peer->p"},
 	} {
-		links, err := w.resolveLinks(&tc.c, tc.clients)
+		links, err := w.resolveLinks(&tc.c, target{nodes: tc.c.Nodes, clients: tc.clients})
 		if err != nil || strings.Join(links, ",") != tc.want {
 			t.Errorf("%s %v: %v, %v; want %s", tc.c.shape, tc.c.Nodes, links, err, tc.want)
 		}
 	}
-	if _, err := w.resolveLinks(&compiled{shape: ShapeReplication, Step: Step{Nodes: []string{"r1"}}}, nil); err == nil || !strings.Contains(err.Error(), "r1 is the primary now") {
+	if _, err := w.resolveLinks(&compiled{shape: ShapeReplication}, target{nodes: []string{"r1"}}); err == nil || !strings.Contains(err.Error(), "r1 is the primary now") {
 		t.Errorf("cutting the primary's replication: %v", err)
 	}
-	if _, err := w.resolveLinks(&compiled{shape: ShapeClient}, []int{2}); err == nil || !strings.Contains(err.Error(), "client 2 has no proxies") {
+	if _, err := w.resolveLinks(&compiled{shape: ShapeClient}, target{clients: []int{2}}); err == nil || !strings.Contains(err.Error(), "client 2 has no proxies") {
 		t.Errorf("a client without proxies: %v", err)
+	}
+}
+
+// TestGroupsFailover: a groups topology takes a promotion per group and
+// explicit cuts of its replication links.
+func TestGroupsFailover(t *testing.T) {
+	s := Setup{Topology: cluster.Topology{Kind: cluster.Groups, N: 5}, Clients: 2}
+	p, err := ParsePlan([]byte(`{"steps":[
+		{"at":"0s","fault":"partition","links":["n1r->n1","n2r->n2"],"for":"5s"},
+		{"at":"1s","fault":"failover","via":"promote","nodes":["n1r"]},
+		{"at":"1.1s","fault":"failover","via":"promote","nodes":["n2r"]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Validate(s); err != nil {
+		t.Fatalf("a groups failover plan: %v", err)
 	}
 }

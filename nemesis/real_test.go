@@ -3,6 +3,7 @@ package nemesis
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -302,7 +303,7 @@ func TestRealFailoverLosesTheCutWrite(t *testing.T) {
 	}
 	took := time.Duration(stop.Time - granted)
 	t.Logf("failover: %s; stop recorded %v after the grant (kill, election, old primary restarted)", stop.Value, took)
-	// DESIGN.md §10: about 3 s; the bound leaves room for a loaded machine.
+	// A failover takes about 3 s here; the bound leaves room for a loaded machine.
 	if took > 10*time.Second || !strings.HasPrefix(stop.Value, "r1 took over from p") {
 		t.Errorf("failover record %v after %v", stop, took)
 	}
@@ -317,6 +318,69 @@ func TestRealFailoverLosesTheCutWrite(t *testing.T) {
 	}
 	if !c.Up("p") {
 		t.Error("the old primary was not started again at the heal")
+	}
+}
+
+// TestRealLeaseSelector: "node": "lease" finds, right after the grant, the
+// nodes whose key holds the granted value — reading each node directly, so
+// a partition does not hide one — and restarts one of them, not a node
+// holding another value; the record names the node it chose.
+func TestRealLeaseSelector(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, cluster.Spec{Topology: topology(t, "independent:5"), Clients: 1})
+	ctx := context.Background()
+	// Client 0's lease ("v0", as the fake oracle grants it) rests on n2
+	// and n4; n3 holds another client's value, n1 and n5 nothing.
+	for node, v := range map[string]string{"n2": "v0", "n4": "v0", "n3": "v1"} {
+		if err := direct(t, c, node).Set(ctx, "lock", v, time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := newFakeOracle()
+	env := realEnv(c, false)
+	env.Oracle = o
+	plan := mustPlan(t, `{"seed":3,"steps":[
+		{"at":"0s","fault":"partition","nodes":["n2","n4"],"for":"2s"},
+		{"at":"0s","trigger":"grant","key":"lock","fault":"restart","node":"lease","persistence":"none"}
+	]}`)
+	s := newSink()
+	wait := runPlan(t, plan, env, s)
+	<-o.waiting
+	o.grants <- 0
+	start := s.wait(t, history.Start, "f2", 5*time.Second)
+	s.wait(t, history.Stop, "f2", 10*time.Second)
+	if err := wait(); err != nil {
+		t.Fatal(err)
+	}
+	if len(start.Fault.Targets) != 1 {
+		t.Fatalf("targets %v", start.Fault.Targets)
+	}
+	chosen := start.Fault.Targets[0]
+	if chosen != "n2" && chosen != "n4" {
+		t.Fatalf("the lease of client 0 rests on n2 and n4; the step restarted %s", chosen)
+	}
+	want := fmt.Sprintf(`restart %s (one of n2, n4 holding client 0's lease on "lock") empty`, chosen)
+	if start.Fault.Desc != want {
+		t.Errorf("desc %q, want %q", start.Fault.Desc, want)
+	}
+	for _, node := range c.Nodes() {
+		got := direct(t, c, node).Get(ctx, "lock").Val()
+		want := map[string]string{"n2": "v0", "n4": "v0", "n3": "v1"}[node]
+		if node == chosen {
+			want = ""
+		}
+		if got != want {
+			t.Errorf("%s holds %q after the restart, want %q", node, got, want)
+		}
+	}
+	// The choice is the plan's: the same seed and step pick the same node
+	// of the same lease.
+	steps, err := plan.compile(env.Setup())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lease := []string{"n2", "n4"}; lease[steps[1].pick%2] != chosen {
+		t.Errorf("step 2 picks %s, the run chose %s", lease[steps[1].pick%2], chosen)
 	}
 }
 
@@ -377,7 +441,7 @@ func BenchmarkPartition(b *testing.B) {
 				if via == "cluster" {
 					err = c.Cut(cluster.Blackhole, cluster.Both, links...)
 				} else {
-					r.start(0, -1)
+					r.start(0, hit{})
 				}
 				t1 := time.Now()
 				if via == "cluster" {

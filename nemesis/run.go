@@ -44,10 +44,10 @@ func Run(ctx context.Context, plan Plan, env Env, sink Sink) error {
 		return err
 	}
 	for _, c := range steps {
-		if (c.triggered() || c.holder()) && env.Oracle == nil {
-			return fmt.Errorf("%s: a trigger or %q target needs env.Oracle", c.name(), Holder)
+		if (c.triggered() || c.holder() || c.Node == NodeLease) && env.Oracle == nil {
+			return fmt.Errorf("%s: a trigger, or the %q client or %q node, needs env.Oracle", c.name(), Holder, NodeLease)
 		}
-		if isClientKind(c.Fault) && env.Clients == nil {
+		if c.kind.targets() == targetsClients && env.Clients == nil {
 			return fmt.Errorf("%s: a client fault needs env.Clients", c.name())
 		}
 	}
@@ -62,20 +62,23 @@ type evKind int
 const (
 	evHeal evKind = iota
 	evApply
-	evToggle
+	evTick      // a kind's own timer (a strobing clock's flip)
 	evTriggered // async: a trigger fired (or timed out)
 	evApplied   // async: the slow part of an apply finished
 	evHealed    // async: the slow part of a heal finished
 )
 
 type event struct {
-	at     int64 // history ns
-	kind   evKind
-	step   int
-	seq    uint64
-	client int
-	note   string
-	err    error
+	at   int64 // history ns
+	kind evKind
+	step int
+	seq  uint64
+	hit  hit // evTriggered: what the trigger found
+	// up: evApplied of a restart whose nodes answer again, so its heal has
+	// nothing left to do.
+	up   bool
+	note string
+	err  error
 }
 
 type eventQueue []event
@@ -130,6 +133,7 @@ type stepRun struct {
 	note     string  // the stop record's Value: what came of it
 	strobeOn bool
 	toggles  int
+	nodes    []string // the nodes it hit, as resolved
 }
 
 type runner struct {
@@ -250,27 +254,29 @@ func (r *runner) handle(e event) {
 	switch e.kind {
 	case evApply:
 		c := st.c
-		if c.triggered() && !(c.Fault == Failover && c.CutReplication) {
+		if o, ok := c.kind.(triggerOwner); c.triggered() && !(ok && o.ownsTrigger(c)) {
 			st.phase = waiting
 			r.async(func(ctx context.Context) event {
-				client, err := r.waitGrant(ctx, c)
-				return event{kind: evTriggered, step: e.step, client: client, err: err}
+				h, err := r.waitGrant(ctx, c)
+				return event{kind: evTriggered, step: e.step, hit: h, err: err}
 			})
 			return
 		}
 		st.base = int64(c.at)
-		r.start(e.step, -1)
+		r.start(e.step, hit{})
 	case evTriggered:
 		if e.err != nil {
 			r.skip(e.step, e.err)
 			return
 		}
 		st.base = e.at
-		r.start(e.step, e.client)
+		r.start(e.step, e.hit)
 	case evApplied:
 		r.settled(e.step, e)
-	case evToggle:
-		r.toggle(e.step)
+	case evTick:
+		if t, ok := st.c.kind.(ticker); ok {
+			t.tick(r, e.step)
+		}
 	case evHeal:
 		r.heal(e.step)
 	case evHealed:
@@ -286,23 +292,36 @@ type errSkip struct{ why string }
 
 func (e errSkip) Error() string { return "skipped: " + e.why }
 
-func (r *runner) waitGrant(ctx context.Context, c *compiled) (int, error) {
+// triggerOwner is a kind that waits for its trigger itself, inside its
+// apply (a failover that cuts replication first).
+type triggerOwner interface{ ownsTrigger(c *compiled) bool }
+
+// ticker is a kind with timers of its own while active (evTick).
+type ticker interface{ tick(r *runner, i int) }
+
+// waitGrant waits for step c's grant; for a "lease" node it then reads at
+// once which nodes the lease rests on. It runs beside the loop.
+func (r *runner) waitGrant(ctx context.Context, c *compiled) (hit, error) {
 	tctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	client, err := r.env.Oracle.WaitGrant(tctx, c.Key)
+	g, err := r.env.Oracle.WaitGrant(tctx, c.Key)
 	if err != nil {
 		if ctx.Err() == nil && tctx.Err() != nil {
 			if c.OnTimeout == OnTimeoutApply {
-				return -1, nil // no grant came: apply without a granted client
+				return hit{}, nil // no grant came: apply without a granted client
 			}
-			return 0, errSkip{fmt.Sprintf("no grant of %q within %v", c.Key, c.timeout)}
+			return hit{}, errSkip{fmt.Sprintf("no grant of %q within %v", c.Key, c.timeout)}
 		}
-		return 0, fmt.Errorf("waiting for a grant of %q: %w", c.Key, err)
+		return hit{}, fmt.Errorf("waiting for a grant of %q: %w", c.Key, err)
 	}
-	if client < 0 || client >= r.setup.Clients {
-		return 0, fmt.Errorf("the oracle says client %d was granted %q, but clients are 0..%d", client, c.Key, r.setup.Clients-1)
+	if g.Client < 0 || g.Client >= r.setup.Clients {
+		return hit{}, fmt.Errorf("the oracle says client %d was granted %q, but clients are 0..%d", g.Client, c.Key, r.setup.Clients-1)
 	}
-	return client, nil
+	h := hit{granted: true, grant: g}
+	if c.Node == NodeLease {
+		h.lease, h.leaseRead = r.leaseNodes(ctx, c.Key, g.Value), true
+	}
+	return h, nil
 }
 
 // skip records a step that never took effect: a start and a stop of type
@@ -321,13 +340,13 @@ func (r *runner) skip(i int, why error) {
 	st.phase = done
 }
 
-// start applies step i (holder: the client a trigger found, or -1).
-func (r *runner) start(i int, holder int) {
+// start applies step i, with what its trigger found.
+func (r *runner) start(i int, h hit) {
 	st := r.steps[i]
 	c := st.c
 	t0 := r.now()
 	st.fault = r.plannedFault(c)
-	err := r.apply(i, holder)
+	err := r.apply(i, h)
 	var skipped errSkip
 	if errors.As(err, &skipped) && len(st.undo) == 0 && st.slow == nil {
 		r.skip(i, skipped)
@@ -347,9 +366,6 @@ func (r *runner) start(i int, holder int) {
 	}
 	st.healAt = st.base + int64(c.dur)
 	r.push(event{at: st.healAt, kind: evHeal, step: i})
-	if c.Fault == Clock && c.strobe > 0 {
-		r.push(event{at: st.base + int64(c.strobe), kind: evToggle, step: i})
-	}
 }
 
 // settled takes the outcome of a slow apply and schedules the heal.
@@ -364,8 +380,8 @@ func (r *runner) settled(i int, e event) {
 	case e.err != nil:
 		st.errs = append(st.errs, e.err)
 		r.errs = append(r.errs, fmt.Errorf("%s: %w", st.c.name(), e.err))
-	case st.c.Fault == Restart:
-		st.slow = nil // the node is up: nothing left to heal
+	case e.up:
+		st.slow = nil // the nodes are up: nothing left to heal
 	}
 	st.healAt = max(st.base+int64(st.c.dur), e.at)
 	r.push(event{at: st.healAt, kind: evHeal, step: i})

@@ -406,3 +406,57 @@ func TestOnTimeoutNeedsATrigger(t *testing.T) {
 		}
 	}
 }
+
+// TestRunNodeSelectors: "lease" picks a node whose key holds the holder's
+// value (the holder of now, without a trigger), "primary" the primary of
+// the moment; a lease nobody holds, or that no node holds, skips the step
+// and says why.
+func TestRunNodeSelectors(t *testing.T) {
+	noLeak(t)
+	f := newFakeCluster(t, "independent:3", 2)
+	for node, v := range map[string]string{"n1": "v1", "n3": "v1", "n2": "v0"} {
+		f.setValue(node, "held", v)
+	}
+	o := newFakeOracle()
+	o.holder["held"] = 1
+	o.holder["ghost"] = 0
+	s := newSink()
+	plan := mustPlan(t, `{"seed":1,"steps":[
+		{"at":"0s","key":"held","fault":"pause","node":"lease","for":"50ms"},
+		{"at":"100ms","key":"nobody","fault":"pause","node":"lease","for":"50ms"},
+		{"at":"100ms","key":"ghost","fault":"clock","node":"lease","offset":"1s","for":"50ms"}
+	]}`)
+	if err := Run(context.Background(), plan, fakeEnv(f, &fakeClients{n: 2}, o), s); err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string][]history.Op{}
+	for _, op := range s.Ops() {
+		byID[op.Fault.ID] = append(byID[op.Fault.ID], op)
+	}
+	if ops := byID["f1"]; len(ops) != 2 || len(ops[0].Fault.Targets) != 1 || (ops[0].Fault.Targets[0] != "n1" && ops[0].Fault.Targets[0] != "n3") {
+		t.Errorf("lease pause records: %v", ops)
+	} else if calls := strings.Join(f.Calls(), ";"); calls != "pause "+ops[0].Fault.Targets[0]+";resume "+ops[0].Fault.Targets[0] {
+		t.Errorf("calls %s", calls)
+	}
+	for id, why := range map[string]string{"f2": `nobody holds "nobody"`, "f3": `no node holds client 0's lease on "ghost"`} {
+		ops := byID[id]
+		if len(ops) != 2 || ops[0].Type != history.Fail || !strings.Contains(ops[0].Error, why) {
+			t.Errorf("%s should be skipped (%s): %v", id, why, ops)
+		}
+	}
+	if d := byID["f2"][0].Fault.Desc; d != `pause a node holding the lease on "nobody" (SIGSTOP) for 50ms` {
+		t.Errorf("a skipped lease step's sentence: %q", d)
+	}
+
+	f = newFakeCluster(t, "replicated:2", 1)
+	f.primary = "r2"
+	s = newSink()
+	plan = mustPlan(t, `{"steps":[{"at":"0s","fault":"kill","node":"primary","for":"50ms","persistence":"aof-always"}]}`)
+	if err := Run(context.Background(), plan, fakeEnv(f, nil, nil), s); err != nil {
+		t.Fatal(err)
+	}
+	if ops := s.Ops(); len(ops) != 2 || !slices.Equal(ops[0].Fault.Targets, []string{"r2"}) ||
+		ops[0].Fault.Desc != "kill r2 (the primary) for 50ms, then start it again with persistence aof-always" {
+		t.Errorf("primary kill records: %v", ops)
+	}
+}

@@ -103,7 +103,7 @@ func TestIndexInBrowser(t *testing.T) {
 		if !regexp.MustCompile(`<html[^>]*\sdata-ready="1"`).MatchString(dom) {
 			t.Errorf("%s: the page's script did not run to its end", r.Name)
 		}
-		want := strings.ToUpper(string(verdict(r)))
+		want := strings.ToUpper(string(judged(r).Judgement.Verdict))
 		if !regexp.MustCompile(`id="verdict-badge">` + want + `<`).MatchString(dom) {
 			t.Errorf("%s: the rendered page does not show %s", r.Name, want)
 		}

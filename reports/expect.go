@@ -2,7 +2,7 @@ package reports
 
 import (
 	"fmt"
-	"slices"
+	"strings"
 
 	"github.com/tumbler-dev/tumbler/checker"
 )
@@ -16,6 +16,77 @@ type Expectation struct {
 	Kind checker.Kind `json:"kind,omitempty"`
 	// Text is the catalog's own words ("valid (stale write rejected)").
 	Text string `json:"text,omitempty"`
+	// Availability, when set, is what the row asserts about acquires
+	// around each of its faults, beside the verdict: a lock that must be
+	// unavailable while a fault lasts and available again after it.
+	Availability *Availability `json:"availability,omitempty"`
+}
+
+// Availability bounds the acquire success rate around every fault of a run
+// (checker.FaultAvailability), skipped faults aside. Each bound needs at
+// least one acquire in its window, or the run shows nothing.
+type Availability struct {
+	// WithinMax: of the acquires begun and ended while the fault was
+	// active, at most this share may succeed (0: none).
+	WithinMax *float64 `json:"within_max,omitempty"`
+	// AfterMin: of the acquires that ended in the window after the fault
+	// (as long as the fault, at least a TTL), at least this share must
+	// succeed.
+	AfterMin *float64 `json:"after_min,omitempty"`
+}
+
+// Check says why res's availability misses a, or "" when it meets it.
+func (a *Availability) Check(res *checker.Result) string {
+	byID := map[string]checker.FaultAvailability{}
+	for _, fa := range res.Availability {
+		byID[fa.Fault] = fa
+	}
+	judged := 0
+	for _, f := range res.Faults {
+		if f.Skipped {
+			continue
+		}
+		fa, ok := byID[f.ID]
+		if !ok {
+			return fmt.Sprintf("no availability was measured around fault %s", f.ID)
+		}
+		judged++
+		if m := a.WithinMax; m != nil {
+			w := fa.Within
+			if n := w.OK + w.Fail + w.Unknown; n == 0 {
+				return fmt.Sprintf("no acquire began and ended during fault %s (%s): its availability cannot be judged", f.ID, f.Desc)
+			}
+			if w.SuccessRate > *m {
+				return fmt.Sprintf("%d of %d acquires begun and ended during fault %s (%s) succeeded (%.0f%%), over the %.0f%% allowed",
+					w.OK, w.OK+w.Fail+w.Unknown, f.ID, f.Desc, 100*w.SuccessRate, 100**m)
+			}
+		}
+		if m := a.AfterMin; m != nil {
+			w := fa.After
+			if n := w.OK + w.Fail + w.Unknown; n == 0 {
+				return fmt.Sprintf("no acquire ended after fault %s (%s): recovery cannot be judged", f.ID, f.Desc)
+			}
+			if w.SuccessRate < *m {
+				return fmt.Sprintf("only %d of %d acquires after fault %s (%s) succeeded (%.0f%%), under the %.0f%% required",
+					w.OK, w.OK+w.Fail+w.Unknown, f.ID, f.Desc, 100*w.SuccessRate, 100**m)
+			}
+		}
+	}
+	if judged == 0 {
+		return "the run has no fault to judge availability around"
+	}
+	return ""
+}
+
+func (a *Availability) String() string {
+	var parts []string
+	if a.WithinMax != nil {
+		parts = append(parts, fmt.Sprintf("≤ %.0f%% of acquires succeed during each fault", 100**a.WithinMax))
+	}
+	if a.AfterMin != nil {
+		parts = append(parts, fmt.Sprintf("≥ %.0f%% after it", 100**a.AfterMin))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Validate reports an expectation that no run could meet.
@@ -29,19 +100,49 @@ func (e Expectation) Validate() error {
 	default:
 		return fmt.Errorf("reports: expectation verdict %q is not valid, invalid or unknown", e.Verdict)
 	}
+	if a := e.Availability; a != nil {
+		if a.WithinMax == nil && a.AfterMin == nil {
+			return fmt.Errorf("reports: expectation availability names no bound (within_max, after_min)")
+		}
+		for _, b := range []*float64{a.WithinMax, a.AfterMin} {
+			if b != nil && (*b < 0 || *b > 1) {
+				return fmt.Errorf("reports: expectation availability bound %v is not a share in [0, 1]", *b)
+			}
+		}
+	}
 	return nil
 }
 
 // String renders the expectation compactly: "invalid (double-grant)".
 func (e Expectation) String() string {
-	if e.Kind == "" {
-		return string(e.Verdict)
+	s := string(e.Verdict)
+	if e.Kind != "" {
+		s = fmt.Sprintf("%s (%s)", e.Verdict, e.Kind)
 	}
-	return fmt.Sprintf("%s (%s)", e.Verdict, e.Kind)
+	if e.Availability != nil {
+		s += "; " + e.Availability.String()
+	}
+	return s
 }
 
-// Comparison is an expectation against what the checker observed.
-type Comparison struct {
+// Judgement is what a run showed, decided once by the run engine (the
+// runner) and handed as data to every output — index.html, results.json,
+// junit.xml, the command line's summary and exit code, a matrix row — so
+// that they cannot disagree.
+type Judgement struct {
+	// Verdict is the checkers' verdict, unknown when the history was not
+	// checked.
+	Verdict checker.Verdict `json:"verdict"`
+	// ExitCode is the run's exit code (a valid verdict on an interrupted run
+	// is 2: it covers part of the run; a run that failed is 254 or 255).
+	ExitCode int `json:"exit_code"`
+	// Expected judges a catalog row's expectation; nil for a run without one.
+	Expected *Reproduction `json:"expected,omitempty"`
+}
+
+// Reproduction judges a catalog row's expectation against its run, with
+// every condition the catalog sets (see the runner's judge).
+type Reproduction struct {
 	Expected Expectation     `json:"expected"`
 	Observed checker.Verdict `json:"observed"`
 	// Kinds are the anomaly kinds observed, in order of first appearance.
@@ -55,65 +156,4 @@ type Comparison struct {
 	FirstAnomaly int64 `json:"first_anomaly_ns"`
 	// Faults are the faults that anomaly names.
 	Faults []string `json:"faults,omitempty"`
-}
-
-// Compare judges a check result against the expectation. A nil result
-// (the run could not be checked) reproduces nothing.
-func (e Expectation) Compare(res *checker.Result) Comparison {
-	c := Comparison{Expected: e, Observed: checker.Unknown, FirstAnomaly: -1}
-	if err := e.Validate(); err != nil {
-		c.Why = err.Error()
-		return c
-	}
-	if res == nil {
-		c.Why = "the run was not checked"
-		return c
-	}
-	c.Observed = res.Verdict
-	var first *checker.Anomaly
-	for i := range res.Anomalies {
-		a := &res.Anomalies[i]
-		if !slices.Contains(c.Kinds, a.Kind) {
-			c.Kinds = append(c.Kinds, a.Kind)
-		}
-		if (e.Kind == "" || a.Kind == e.Kind) && (first == nil || a.At < first.At) {
-			first = a
-		}
-	}
-	if first != nil {
-		c.FirstAnomaly, c.Faults = first.At, first.Faults
-	}
-	switch {
-	case res.Verdict != e.Verdict:
-		c.Why = fmt.Sprintf("expected %s, observed %s", e.Verdict, res.Verdict)
-		if res.Verdict == checker.Invalid {
-			c.Why += fmt.Sprintf(" (%s)", joinKinds(c.Kinds))
-		}
-	case e.Kind != "" && first == nil:
-		c.Why = fmt.Sprintf("invalid as expected, but by %s, not %s", joinKinds(c.Kinds), e.Kind)
-	case e.Verdict == checker.Invalid:
-		c.Reproduced = true
-		c.Why = fmt.Sprintf("invalid as expected: %s at %s", first.Kind, secs(first.At))
-		if len(first.Faults) > 0 {
-			c.Why += fmt.Sprintf(", faults %v active", first.Faults)
-		}
-	default:
-		c.Reproduced = true
-		c.Why = fmt.Sprintf("%s as expected", e.Verdict)
-	}
-	return c
-}
-
-func joinKinds(ks []checker.Kind) string {
-	if len(ks) == 0 {
-		return "no anomaly"
-	}
-	s := ""
-	for i, k := range ks {
-		if i > 0 {
-			s += ", "
-		}
-		s += string(k)
-	}
-	return s
 }

@@ -60,10 +60,29 @@ func corpusRun(t *testing.T, path string) Run {
 	}
 }
 
+// judged gives a run without one the judgement the run engine would
+// hand over with it (the runner decides judgements; these tests only check
+// that every file shows the one it is given).
+func judged(r Run) Run {
+	if r.Judgement.Verdict != "" {
+		return r
+	}
+	r.Judgement.Verdict = checker.Unknown
+	if r.Result != nil {
+		r.Judgement.Verdict = r.Result.Verdict
+	}
+	r.Judgement.ExitCode = map[checker.Verdict]int{checker.Valid: 0, checker.Invalid: 1, checker.Unknown: 2}[r.Judgement.Verdict]
+	if r.Interrupted && r.Judgement.Verdict == checker.Valid {
+		r.Judgement.ExitCode = 2
+	}
+	return r
+}
+
 // writeReport does what the run engine does: a directory with plan.json
 // and history.jsonl, then Write.
 func writeReport(t *testing.T, r Run) (string, Files) {
 	t.Helper()
+	r = judged(r)
 	dir := t.TempDir()
 	if len(r.Plan) > 0 {
 		if err := os.WriteFile(filepath.Join(dir, PlanFile), r.Plan, 0o644); err != nil {

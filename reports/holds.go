@@ -8,10 +8,12 @@ import (
 	"github.com/tumbler-dev/tumbler/history"
 )
 
-// lane is one client's use of one key on the timeline.
+// lane is one client's use of one key on the timeline; a read-write
+// lock's reader and writer holds go on separate lanes (mode).
 type lane struct {
 	key    string
 	client int
+	mode   string
 }
 
 // markKind is a single-instant event drawn on a lane.
@@ -22,6 +24,8 @@ const (
 	markWriteFail
 	markWriteInfo
 	markAcquireInfo
+	markCountDown
+	markInit
 )
 
 type mark struct {
@@ -41,6 +45,11 @@ type holdsModel struct {
 	// noHolds says why no hold is drawn: the checker rejected the history.
 	noHolds string
 	marks   []mark
+	// waits are the fair lock's queue entries and the latch's waiters
+	// (checker.Waits), drawn under their lanes' holds.
+	waits []checker.Wait
+	// permits > 0 draws, per key, the number of permits held over time.
+	permits int
 }
 
 // deriveHolds lays out the lock operations of ops: a lane per key and
@@ -50,11 +59,12 @@ func deriveHolds(ops []history.Op, cfg checker.Config) holdsModel {
 	var m holdsModel
 	seen := map[lane]bool{}
 	writeMarks := map[history.Type]markKind{history.OK: markWriteOK, history.Fail: markWriteFail, history.Info: markWriteInfo}
+	m.permits = cfg.Permits
 	for _, o := range ops {
 		if o.IsNemesis() || o.Key == "" || !isLockOrResource(o.F) {
 			continue
 		}
-		l := lane{o.Key, o.Client}
+		l := laneOf(o, cfg)
 		if !seen[l] {
 			seen[l] = true
 			m.lanes = append(m.lanes, l)
@@ -62,6 +72,10 @@ func deriveHolds(ops []history.Op, cfg checker.Config) holdsModel {
 		switch {
 		case o.F == history.Acquire && o.Type == history.Info:
 			m.marks = append(m.marks, mark{l, markAcquireInfo, o.Time, o.Index})
+		case o.F == history.CountDown && o.Type == history.OK:
+			m.marks = append(m.marks, mark{l, markCountDown, o.Time, o.Index})
+		case o.F == history.Init && o.Type == history.OK:
+			m.marks = append(m.marks, mark{l, markInit, o.Time, o.Index})
 		case o.F == history.Write:
 			if k, ok := writeMarks[o.Type]; ok {
 				m.marks = append(m.marks, mark{l, k, o.Time, o.Index})
@@ -72,8 +86,14 @@ func deriveHolds(ops []history.Op, cfg checker.Config) holdsModel {
 		if c := cmp.Compare(a.key, b.key); c != 0 {
 			return c
 		}
+		if c := cmp.Compare(a.mode, b.mode); c != 0 { // readers, then writers
+			return c
+		}
 		return cmp.Compare(a.client, b.client)
 	})
+	if waits, err := checker.Waits(ops, cfg); err == nil {
+		m.waits = waits
+	}
 	holds, err := checker.Holds(ops, cfg)
 	if err != nil {
 		m.noHolds = err.Error()
@@ -84,8 +104,22 @@ func deriveHolds(ops []history.Op, cfg checker.Config) holdsModel {
 
 func isLockOrResource(f string) bool {
 	switch f {
-	case history.Acquire, history.Release, history.Extend, history.Write, history.Read:
+	case history.Acquire, history.Release, history.Extend, history.Write, history.Read,
+		history.Enqueue, history.Dequeue, history.Init, history.CountDown, history.Await:
 		return true
 	}
 	return false
+}
+
+// laneOf is the lane of a lock or resource op: a read-write lock's ops go
+// on the lane of their mode, the resource requests on the writer's.
+func laneOf(o history.Op, cfg checker.Config) lane {
+	l := lane{key: o.Key, client: o.Client}
+	if cfg.ReadWrite {
+		l.mode = o.Mode
+		if l.mode == "" {
+			l.mode = history.ModeWrite
+		}
+	}
+	return l
 }

@@ -42,7 +42,7 @@ type indexPage struct {
 	Name, Description, Source string
 	Verdict                   checker.Verdict
 	VerdictUpper              string
-	Expected                  *Comparison
+	Expected                  *Reproduction
 	Summary                   []Param
 	Interrupted               bool
 	End                       string
@@ -127,10 +127,7 @@ func (v *view) writeIndex(w io.Writer, files Files) error {
 	if p.Name == "" {
 		p.Name = "tumbler run"
 	}
-	if r.Expected != nil {
-		c := r.Expected.Compare(r.Result)
-		p.Expected = &c
-	}
+	p.Expected = r.Judgement.Expected
 	rows, shown, note := v.selectOps()
 	p.OpsNote = note
 	isShown := func(i int64) bool { return shown[i] }
@@ -429,7 +426,7 @@ func (v *view) summary() []Param {
 		s = append(s, Param{"ran", dur(r.Elapsed)})
 	}
 	s = append(s, Param{"operations", strconv.Itoa(len(r.Ops))}, Param{"history ends", secs(v.end)}, Param{"faults", strconv.Itoa(len(v.faults))})
-	s = append(s, Param{"exit code", strconv.Itoa(v.verdict.ExitCode())})
+	s = append(s, Param{"exit code", strconv.Itoa(r.Judgement.ExitCode)})
 	return s
 }
 

@@ -103,8 +103,8 @@ func writeJUnitSuites(w io.Writer, name string, suites []junitSuite, total time.
 //     decide, which is no pass (the run exits 2) and no proven bug either;
 //   - not applicable or skipped by configuration: <skipped>.
 //
-// A catalog row adds the case "expected verdict", failing when the row was
-// not reproduced. The case "run" errors when the run was interrupted or not
+// A catalog row adds the case "expected verdict", failing when the run
+// engine judged the row not reproduced (Judgement.Expected). The case "run" errors when the run was interrupted or not
 // checked, so a partial report never looks green.
 func WriteJUnit(w io.Writer, r Run) error {
 	name := r.Name
@@ -118,7 +118,8 @@ func WriteJUnit(w io.Writer, r Run) error {
 	}
 	suite.Properties = []junitProperty{
 		{"seed", fmt.Sprint(r.Seed)},
-		{"verdict", string(verdict(r))},
+		{"verdict", string(r.Judgement.Verdict)},
+		{"exit_code", fmt.Sprint(r.Judgement.ExitCode)},
 		{"command", r.Command},
 	}
 	for _, p := range r.Params {
@@ -159,14 +160,13 @@ func WriteJUnit(w io.Writer, r Run) error {
 			suite.add(tc)
 		}
 	}
-	if r.Expected != nil {
-		cmp := r.Expected.Compare(r.Result)
+	if rep := r.Judgement.Expected; rep != nil {
 		tc := junitCase{Name: "expected verdict", Classname: class, Time: junitTime(0)}
-		if !cmp.Reproduced {
-			tc.Failure = &junitProblem{Message: cmp.Why, Type: "not-reproduced",
-				Text: fmt.Sprintf("expected %s, observed %s", cmp.Expected, cmp.Observed)}
+		if !rep.Reproduced {
+			tc.Failure = &junitProblem{Message: rep.Why, Type: "not-reproduced",
+				Text: fmt.Sprintf("expected %s, observed %s", rep.Expected, rep.Observed)}
 		} else {
-			tc.SystemOut = cmp.Why
+			tc.SystemOut = rep.Why
 		}
 		suite.add(tc)
 	}

@@ -25,11 +25,25 @@ type Matrix struct {
 	// SeedsPerRow is how many seeds each row is meant to run (--seeds N).
 	SeedsPerRow int         `json:"seeds_per_row"`
 	Rows        []MatrixRow `json:"rows"`
+	// Refused are the rows the target could not run (an external
+	// deployment of another topology, faults its provider cannot take),
+	// left out up front.
+	Refused []Refused `json:"refused,omitempty"`
 }
 
-// MatrixRow is one catalog row across seeds.
+// Refused is a row left out of a matrix, and why.
+type Refused struct {
+	Scenario string `json:"scenario"`
+	Server   string `json:"server,omitempty"`
+	Reason   string `json:"reason"`
+}
+
+// MatrixRow is one catalog row across seeds, on one server.
 type MatrixRow struct {
-	Scenario string       `json:"scenario"`
+	Scenario string `json:"scenario"`
+	// Server is the software the row ran on ("redis", "valkey"); empty in
+	// matrices written before servers were a column, meaning redis.
+	Server   string       `json:"server,omitempty"`
 	Expected Expectation  `json:"expected"`
 	Seeds    []SeedResult `json:"seeds"`
 	// Status summarizes the seeds (see RowStatus); the writers set it.
@@ -40,11 +54,11 @@ type MatrixRow struct {
 type SeedResult struct {
 	Seed     int64           `json:"seed"`
 	Observed checker.Verdict `json:"observed"`
-	// Matched: the run reproduced the expectation (Comparison.Reproduced,
-	// plus whatever else the engine requires, such as the time limit).
+	// Matched: the run engine judged the row reproduced
+	// (Judgement.Expected.Reproduced, as the run's report says).
 	Matched bool `json:"matched"`
 	// FirstAnomaly is ns since the run started to the first anomaly of the
-	// expected kind, -1 if none (Comparison.FirstAnomaly).
+	// expected kind, -1 if none (Reproduction.FirstAnomaly).
 	FirstAnomaly int64         `json:"first_anomaly_ns"`
 	Elapsed      time.Duration `json:"elapsed_ns"`
 	ReportDir    string        `json:"report_dir,omitempty"`
@@ -117,7 +131,8 @@ func (s Shard) Validate() error {
 func (s Shard) Owns(k int) bool { return s.Count > 0 && k%s.Count == s.Index-1 }
 
 // Validate reports a matrix that is not self-consistent: a row without a
-// name or with an impossible expectation, a scenario listed twice, a seed
+// name or with an impossible expectation, a scenario listed twice on one
+// server, a seed
 // twice in one row.
 func (m *Matrix) Validate() error {
 	if m.Shard != nil {
@@ -133,10 +148,10 @@ func (m *Matrix) Validate() error {
 		if r.Scenario == "" {
 			return errors.New("reports: matrix: a row has no scenario name")
 		}
-		if seen[r.Scenario] {
-			return fmt.Errorf("reports: matrix: scenario %q is listed twice", r.Scenario)
+		if seen[r.key()] {
+			return fmt.Errorf("reports: matrix: scenario %q on %s is listed twice", r.Scenario, r.server())
 		}
-		seen[r.Scenario] = true
+		seen[r.key()] = true
 		if err := r.Expected.Validate(); err != nil {
 			return fmt.Errorf("reports: matrix: scenario %q: %w", r.Scenario, err)
 		}
@@ -149,6 +164,29 @@ func (m *Matrix) Validate() error {
 		}
 	}
 	return nil
+}
+
+// server is the row's server with the default filled in.
+func (r MatrixRow) server() string {
+	if r.Server == "" {
+		return "redis"
+	}
+	return r.Server
+}
+
+// key tells a row apart from the same scenario on another server.
+func (r MatrixRow) key() string { return r.Scenario + "@" + r.server() }
+
+// Servers are the servers the matrix's rows ran on, in order of first
+// appearance.
+func (m Matrix) Servers() []string {
+	var out []string
+	for _, r := range m.Rows {
+		if !slices.Contains(out, r.server()) {
+			out = append(out, r.server())
+		}
+	}
+	return out
 }
 
 // withStatus returns the matrix with every row's Status recomputed.
@@ -251,28 +289,36 @@ func MergeMatrix(files ...string) (*Matrix, error) {
 	seedFrom := map[string]map[int64]string{}
 	for _, p := range parts {
 		for _, r := range p.m.Rows {
-			i, ok := rowAt[r.Scenario]
+			k := r.key()
+			i, ok := rowAt[k]
 			if !ok {
 				i = len(out.Rows)
-				rowAt[r.Scenario], rowFrom[r.Scenario] = i, p.path
-				seedFrom[r.Scenario] = map[int64]string{}
-				out.Rows = append(out.Rows, MatrixRow{Scenario: r.Scenario, Expected: r.Expected})
+				rowAt[k], rowFrom[k] = i, p.path
+				seedFrom[k] = map[int64]string{}
+				out.Rows = append(out.Rows, MatrixRow{Scenario: r.Scenario, Server: r.Server, Expected: r.Expected})
 			} else if out.Rows[i].Expected != r.Expected {
 				return nil, fmt.Errorf("reports: merge: scenario %q: %s expects %s but %s expects %s",
-					r.Scenario, rowFrom[r.Scenario], out.Rows[i].Expected, p.path, r.Expected)
+					r.Scenario, rowFrom[k], out.Rows[i].Expected, p.path, r.Expected)
 			}
 			for _, s := range r.Seeds {
-				if other, dup := seedFrom[r.Scenario][s.Seed]; dup {
-					return nil, fmt.Errorf("reports: merge: scenario %q seed %d is in both %s and %s: overlapping shards",
-						r.Scenario, s.Seed, other, p.path)
+				if other, dup := seedFrom[k][s.Seed]; dup {
+					return nil, fmt.Errorf("reports: merge: scenario %q on %s seed %d is in both %s and %s: overlapping shards",
+						r.Scenario, r.server(), s.Seed, other, p.path)
 				}
-				seedFrom[r.Scenario][s.Seed] = p.path
+				seedFrom[k][s.Seed] = p.path
 				out.Rows[i].Seeds = append(out.Rows[i].Seeds, s)
 			}
 		}
 	}
 	for i := range out.Rows {
 		slices.SortFunc(out.Rows[i].Seeds, func(a, b SeedResult) int { return cmp.Compare(a.Seed, b.Seed) })
+	}
+	for _, p := range parts {
+		for _, r := range p.m.Refused {
+			if !slices.Contains(out.Refused, r) {
+				out.Refused = append(out.Refused, r)
+			}
+		}
 	}
 	merged := out.withStatus()
 	return &merged, nil
@@ -285,7 +331,11 @@ func WriteMatrixJUnit(path string, m Matrix) error {
 	var suites []junitSuite
 	var total time.Duration
 	for _, r := range m.Rows {
-		suite := junitSuite{Name: r.Scenario, Properties: []junitProperty{{"expected", r.Expected.String()}, {"status", string(RowStatus(r.Seeds))}}}
+		name := r.Scenario
+		if len(m.Servers()) > 1 || r.server() != "redis" {
+			name += " on " + r.server()
+		}
+		suite := junitSuite{Name: name, Properties: []junitProperty{{"expected", r.Expected.String()}, {"server", r.server()}, {"status", string(RowStatus(r.Seeds))}}}
 		var rowTime time.Duration
 		for _, s := range r.Seeds {
 			rowTime += s.Elapsed
@@ -324,47 +374,126 @@ func WriteMatrixJUnit(path string, m Matrix) error {
 // expectation, the verdict observed on each seed (a mismatch marked "!",
 // a failed run "ERR"), the range of times to the first anomaly, the slowest
 // run and the status with how many seeds matched.
+//
+// A matrix of several servers (tumbler matrix --server redis,valkey) has
+// a column per server instead, each with the seeds' verdicts, the first
+// anomalies, the slowest run and the status, and a last column marking the
+// rows whose observed verdicts differ between the servers.
 func WriteMatrixTable(w io.Writer, m Matrix) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	servers := m.Servers()
+	if len(servers) > 1 {
+		return writeServerTable(w, tw, m, servers)
+	}
+	if len(servers) == 1 && servers[0] != "redis" {
+		fmt.Fprintf(w, "server: %s\n", servers[0])
+	}
 	fmt.Fprintln(tw, "SCENARIO\tEXPECTED\tOBSERVED PER SEED\tFIRST ANOMALY\tSLOWEST\tSTATUS")
 	for _, r := range m.Rows {
-		cells := make([]string, 0, len(r.Seeds))
-		var first []int64
-		var slowest time.Duration
-		matched := 0
-		for _, s := range r.Seeds {
-			slowest = max(slowest, s.Elapsed)
-			cell := "ERR"
-			if s.Error == "" {
-				cell = shortVerdict(s.Observed)
-				if !s.Matched {
-					cell += "!"
-				}
-			}
-			if s.Matched {
-				matched++
-			}
-			if s.FirstAnomaly >= 0 {
-				first = append(first, s.FirstAnomaly)
-			}
-			cells = append(cells, cell)
-		}
-		firstCol := "-"
-		if len(first) > 0 {
-			lo, hi := slices.Min(first), slices.Max(first)
-			firstCol = fmt.Sprintf("%.2fs", float64(lo)/1e9)
-			if hi != lo {
-				firstCol += fmt.Sprintf("–%.2fs", float64(hi)/1e9)
-			}
-		}
-		want := max(m.SeedsPerRow, len(r.Seeds))
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s (%d/%d)\n", r.Scenario, r.Expected, strings.Join(cells, " "), firstCol,
-			dur(slowest), RowStatus(r.Seeds), matched, want)
+		c := summarize(r, m.SeedsPerRow)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Scenario, r.Expected, c.cells, c.first, c.slowest, c.status)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	_, err := fmt.Fprintln(w, "val/inv/unk: observed verdict per seed; !: did not match the expectation; ERR: the run failed.")
+	writeRefused(w, m)
+	return err
+}
+
+func writeRefused(w io.Writer, m Matrix) {
+	for _, r := range m.Refused {
+		fmt.Fprintf(w, "refused: %s\n", r.Reason)
+	}
+}
+
+// rowSummary is a row's seeds as the table shows them.
+type rowSummary struct {
+	cells, first, slowest, status string
+	observed                      []checker.Verdict
+}
+
+func summarize(r MatrixRow, seedsPerRow int) rowSummary {
+	cells := make([]string, 0, len(r.Seeds))
+	var first []int64
+	var slowest time.Duration
+	var observed []checker.Verdict
+	matched := 0
+	for _, s := range r.Seeds {
+		slowest = max(slowest, s.Elapsed)
+		cell := "ERR"
+		if s.Error == "" {
+			cell = shortVerdict(s.Observed)
+			if !slices.Contains(observed, s.Observed) {
+				observed = append(observed, s.Observed)
+			}
+			if !s.Matched {
+				cell += "!"
+			}
+		}
+		if s.Matched {
+			matched++
+		}
+		if s.FirstAnomaly >= 0 {
+			first = append(first, s.FirstAnomaly)
+		}
+		cells = append(cells, cell)
+	}
+	firstCol := "-"
+	if len(first) > 0 {
+		lo, hi := slices.Min(first), slices.Max(first)
+		firstCol = fmt.Sprintf("%.2fs", float64(lo)/1e9)
+		if hi != lo {
+			firstCol += fmt.Sprintf("–%.2fs", float64(hi)/1e9)
+		}
+	}
+	slices.Sort(observed)
+	want := max(seedsPerRow, len(r.Seeds))
+	return rowSummary{cells: strings.Join(cells, " "), first: firstCol, slowest: dur(slowest),
+		status: fmt.Sprintf("%s (%d/%d)", RowStatus(r.Seeds), matched, want), observed: observed}
+}
+
+func writeServerTable(w io.Writer, tw *tabwriter.Writer, m Matrix, servers []string) error {
+	header := []string{"SCENARIO", "EXPECTED"}
+	for _, s := range servers {
+		header = append(header, strings.ToUpper(s))
+	}
+	fmt.Fprintln(tw, strings.Join(append(header, "DIFFERS"), "\t"))
+	var order []string
+	cells := map[string]map[string]rowSummary{}
+	expected := map[string]Expectation{}
+	for _, r := range m.Rows {
+		if cells[r.Scenario] == nil {
+			order = append(order, r.Scenario)
+			cells[r.Scenario] = map[string]rowSummary{}
+			expected[r.Scenario] = r.Expected
+		}
+		cells[r.Scenario][r.server()] = summarize(r, m.SeedsPerRow)
+	}
+	for _, name := range order {
+		line := []string{name, expected[name].String()}
+		differs := ""
+		var ref []checker.Verdict
+		for i, srv := range servers {
+			c, ok := cells[name][srv]
+			if !ok {
+				line = append(line, "(not run)")
+				continue
+			}
+			line = append(line, fmt.Sprintf("%s  %s  %s  %s", c.cells, c.first, c.slowest, c.status))
+			if i == 0 {
+				ref = c.observed
+			} else if !slices.Equal(ref, c.observed) {
+				differs = "yes"
+			}
+		}
+		fmt.Fprintln(tw, strings.Join(append(line, differs), "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w, "per server: observed verdict per seed (val/inv/unk; !: did not match; ERR: the run failed), first anomaly, slowest run, status. DIFFERS: the servers gave different verdicts.")
+	writeRefused(w, m)
 	return err
 }
 

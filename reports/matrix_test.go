@@ -186,3 +186,57 @@ func TestMatrixJUnitAndTable(t *testing.T) {
 		}
 	}
 }
+
+// A matrix over two servers: merged shards keep a row per scenario and
+// server, the table has a column per server and marks where the verdicts
+// differ, and refused rows are listed.
+func TestMatrixPerServer(t *testing.T) {
+	dir := t.TempDir()
+	a := writeShard(t, dir, "a.json", Matrix{Shard: &Shard{1, 2}, SeedsPerRow: 2,
+		Rows: []MatrixRow{
+			{Scenario: "same", Server: "redis", Expected: expDouble, Seeds: []SeedResult{seed(1, checker.Invalid, true, 5e8)}},
+			{Scenario: "same", Server: "valkey", Expected: expDouble, Seeds: []SeedResult{seed(1, checker.Invalid, true, 6e8)}},
+			{Scenario: "apart", Server: "redis", Expected: expValid, Seeds: []SeedResult{seed(1, checker.Valid, true, -1)}},
+			{Scenario: "apart", Server: "valkey", Expected: expValid, Seeds: []SeedResult{seed(1, checker.Invalid, false, 9e8)}},
+		},
+		Refused: []Refused{{Scenario: "clocky", Server: "valkey", Reason: "clocky cannot run on the external provider: no clock hook"}}})
+	b := writeShard(t, dir, "b.json", Matrix{Shard: &Shard{2, 2}, SeedsPerRow: 2,
+		Rows: []MatrixRow{
+			{Scenario: "same", Server: "redis", Expected: expDouble, Seeds: []SeedResult{seed(2, checker.Invalid, true, 4e8)}},
+			{Scenario: "same", Server: "valkey", Expected: expDouble, Seeds: []SeedResult{seed(2, checker.Invalid, true, 4e8)}},
+			{Scenario: "apart", Server: "redis", Expected: expValid, Seeds: []SeedResult{seed(2, checker.Valid, true, -1)}},
+			{Scenario: "apart", Server: "valkey", Expected: expValid, Seeds: []SeedResult{seed(2, checker.Valid, true, -1)}},
+		},
+		Refused: []Refused{{Scenario: "clocky", Server: "valkey", Reason: "clocky cannot run on the external provider: no clock hook"}}})
+	m, err := MergeMatrix(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Rows) != 4 || len(m.Refused) != 1 || !slices.Equal(m.Servers(), []string{"redis", "valkey"}) {
+		t.Fatalf("merged %d rows, %d refused, servers %v: want 4, 1, [redis valkey]", len(m.Rows), len(m.Refused), m.Servers())
+	}
+	var buf bytes.Buffer
+	if err := WriteMatrixTable(&buf, *m); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(buf.String(), "\n")
+	if !strings.Contains(lines[0], "REDIS") || !strings.Contains(lines[0], "VALKEY") || !strings.Contains(lines[0], "DIFFERS") {
+		t.Fatalf("header %q: want a column per server", lines[0])
+	}
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "same ") && strings.HasSuffix(strings.TrimSpace(l), "yes"):
+			t.Errorf("row with the same verdicts marked as differing: %q", l)
+		case strings.HasPrefix(l, "apart ") && !strings.HasSuffix(strings.TrimSpace(l), "yes"):
+			t.Errorf("row with different verdicts not marked: %q", l)
+		}
+	}
+	if !strings.Contains(buf.String(), "refused: clocky cannot run") {
+		t.Errorf("refused rows not listed:\n%s", buf.String())
+	}
+	// The same scenario and seed on two servers is no overlap; on one it is.
+	if _, err := MergeMatrix(a, writeShard(t, dir, "c.json", Matrix{Shard: &Shard{2, 2}, SeedsPerRow: 2,
+		Rows: []MatrixRow{{Scenario: "same", Server: "valkey", Expected: expDouble, Seeds: []SeedResult{seed(1, checker.Invalid, true, 1)}}}})); err == nil || !strings.Contains(err.Error(), "valkey seed 1") {
+		t.Errorf("overlap on one server: %v", err)
+	}
+}

@@ -7,7 +7,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,8 +25,12 @@ type parsedJUnit struct {
 	Fails   int      `xml:"failures,attr"`
 	Errors  int      `xml:"errors,attr"`
 	Suites  []struct {
-		Name  string `xml:"name,attr"`
-		Tests int    `xml:"tests,attr"`
+		Name       string `xml:"name,attr"`
+		Tests      int    `xml:"tests,attr"`
+		Properties []struct {
+			Name  string `xml:"name,attr"`
+			Value string `xml:"value,attr"`
+		} `xml:"properties>property"`
 		Cases []struct {
 			Name    string `xml:"name,attr"`
 			Failure *struct {
@@ -137,7 +143,7 @@ func TestCorpusReports(t *testing.T) {
 			if err := json.Unmarshal([]byte(readFile(t, filepath.Join(dir, ResultsFile))), &res); err != nil {
 				t.Fatal(err)
 			}
-			if res.Verdict != r.Result.Verdict || res.Result == nil || len(res.Result.Anomalies) != len(r.Result.Anomalies) || res.ExitCode != r.Result.Verdict.ExitCode() {
+			if res.Verdict != r.Result.Verdict || res.Result == nil || len(res.Result.Anomalies) != len(r.Result.Anomalies) || res.ExitCode != judged(r).Judgement.ExitCode {
 				t.Errorf("results.json: verdict %s, exit %d, %v", res.Verdict, res.ExitCode, res.Result)
 			}
 		})
@@ -255,7 +261,8 @@ func TestDegenerateRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	contention := corpusRun(t, filepath.Join("..", "checker", "testdata", "clean-contention.jsonl")).Ops
-	unknownRes, err := checker.Check(contention, checker.Config{TTL: time.Second, LinearizabilityMemory: 1})
+	slowRelease := corpusRun(t, filepath.Join("..", "checker", "testdata", "slow-release-reply.jsonl")).Ops // needs a search
+	unknownRes, err := checker.Check(slowRelease, checker.Config{TTL: time.Second, LinearizabilityMemory: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +283,7 @@ func TestDegenerateRuns(t *testing.T) {
 			[]string{"cut <n1> & friends", "never stopped", "f2"}, ""},
 		{"skipped fault", Run{Name: "skipped", Ops: skippedFault, Result: resSkipped}, "VALID",
 			[]string{"idle: skipped: it never took effect"}, ""},
-		{"unknown verdict", Run{Name: "unknown", Ops: contention, Result: unknownRes}, "UNKNOWN",
+		{"unknown verdict", Run{Name: "unknown", Ops: slowRelease, Result: unknownRes}, "UNKNOWN",
 			[]string{"porcupine would need"}, "could not decide"},
 		{"unchecked with a reason", Run{Name: "broken", Ops: onlyFaults, CheckError: "op 3: completed before its invoke"}, "UNKNOWN",
 			[]string{"op 3: completed before its invoke", "cut <n1> & friends"}, "not checked"},
@@ -339,75 +346,98 @@ func mustCheck(t *testing.T, ops []history.Op) *checker.Result {
 	return res
 }
 
-// A catalog row shows whether it reproduced its expectation, in the page,
-// in results.json and as a JUnit case.
-func TestExpectedVerdict(t *testing.T) {
+// Every file shows the judgement the run engine hands over, as given:
+// whether a catalog row was reproduced (and why) in the page, in
+// results.json and as a JUnit case, and the exit code in the page, in
+// results.json and in the JUnit properties — even where the checker's
+// result alone would suggest otherwise (an interrupted run whose verdict
+// met the expectation is not reproduced, and its valid verdict exits 2).
+func TestJudgementShownAsGiven(t *testing.T) {
 	base := corpusRun(t, filepath.Join("..", "checker", "testdata", "double-grant.jsonl"))
+	exp := Expectation{Verdict: checker.Invalid, Kind: checker.DoubleGrant, Text: "invalid: double grant"}
 	for _, tc := range []struct {
-		exp        Expectation
-		reproduced bool
+		name string
+		j    Judgement
 	}{
-		{Expectation{Verdict: checker.Invalid, Kind: checker.DoubleGrant, Text: "invalid: double grant"}, true},
-		{Expectation{Verdict: checker.Invalid, Kind: checker.StaleWrite}, false},
-		{Expectation{Verdict: checker.Valid}, false},
+		{"reproduced", Judgement{Verdict: checker.Invalid, ExitCode: 1, Expected: &Reproduction{Expected: exp, Observed: checker.Invalid,
+			Reproduced: true, Why: "invalid as expected: double-grant at 0.401 s", FirstAnomaly: 401_000_000, Faults: []string{"f1"}}}},
+		{"interrupted", Judgement{Verdict: checker.Invalid, ExitCode: 1, Expected: &Reproduction{Expected: exp, Observed: checker.Invalid,
+			Why: "interrupted before its time limit: invalid as expected", FirstAnomaly: 401_000_000}}},
+		{"valid but interrupted", Judgement{Verdict: checker.Valid, ExitCode: 2, Expected: &Reproduction{Expected: Expectation{Verdict: checker.Valid},
+			Observed: checker.Valid, Why: "interrupted before its time limit: valid as expected", FirstAnomaly: -1}}},
+		{"no expectation", Judgement{Verdict: checker.Invalid, ExitCode: 1}},
 	} {
-		r := base
-		r.Expected = &tc.exp
-		r.Source = "Redis docs"
-		dir, files := writeReport(t, r)
-		page := readFile(t, files.Index())
-		word := map[bool]string{true: "yes", false: "no"}[tc.reproduced]
-		if !strings.Contains(page, "reproduced: "+word) {
-			t.Errorf("%s: page does not say reproduced: %s", tc.exp, word)
-		}
-		var res Results
-		if err := json.Unmarshal([]byte(readFile(t, filepath.Join(dir, ResultsFile))), &res); err != nil {
-			t.Fatal(err)
-		}
-		if res.Expected == nil || res.Expected.Reproduced != tc.reproduced {
-			t.Errorf("%s: results.json expected %+v", tc.exp, res.Expected)
-		}
-		j := parseJUnit(t, filepath.Join(dir, JUnitFile))
-		found := false
-		for _, c := range j.Suites[0].Cases {
-			if c.Name == "expected verdict" {
-				found = true
-				if (c.Failure == nil) != tc.reproduced {
-					t.Errorf("%s: junit expected-verdict failure %v", tc.exp, c.Failure)
+		t.Run(tc.name, func(t *testing.T) {
+			r := base
+			r.Judgement = tc.j
+			r.Source = "Redis docs"
+			dir, files := writeReport(t, r)
+			page := readFile(t, files.Index())
+			text := pageText(page)
+			if !strings.Contains(page, `id="verdict-badge">`+strings.ToUpper(string(tc.j.Verdict))+"<") {
+				t.Errorf("the page does not show verdict %s", tc.j.Verdict)
+			}
+			if !regexp.MustCompile(`exit code\s*` + strconv.Itoa(tc.j.ExitCode) + `\b`).MatchString(text) {
+				t.Errorf("the page does not show exit code %d", tc.j.ExitCode)
+			}
+			var res Results
+			if err := json.Unmarshal([]byte(readFile(t, filepath.Join(dir, ResultsFile))), &res); err != nil {
+				t.Fatal(err)
+			}
+			if res.Verdict != tc.j.Verdict || res.ExitCode != tc.j.ExitCode {
+				t.Errorf("results.json: verdict %s, exit %d; given %s, %d", res.Verdict, res.ExitCode, tc.j.Verdict, tc.j.ExitCode)
+			}
+			junit := parseJUnit(t, filepath.Join(dir, JUnitFile))
+			props := map[string]string{}
+			for _, p := range junit.Suites[0].Properties {
+				props[p.Name] = p.Value
+			}
+			if props["verdict"] != string(tc.j.Verdict) || props["exit_code"] != strconv.Itoa(tc.j.ExitCode) {
+				t.Errorf("junit properties %v", props)
+			}
+			expCase := -1
+			for i, c := range junit.Suites[0].Cases {
+				if c.Name == "expected verdict" {
+					expCase = i
 				}
 			}
-		}
-		if !found {
-			t.Error("no expected verdict case")
-		}
+			rep := tc.j.Expected
+			if rep == nil {
+				if strings.Contains(page, `id="reproduced"`) || res.Expected != nil || expCase >= 0 {
+					t.Errorf("a run without expectation shows a reproduction")
+				}
+				return
+			}
+			word := map[bool]string{true: "yes", false: "no"}[rep.Reproduced]
+			if !strings.Contains(page, "reproduced: "+word) {
+				t.Errorf("the page does not say reproduced: %s", word)
+			}
+			if res.Expected == nil || res.Expected.Reproduced != rep.Reproduced || res.Expected.Why != rep.Why {
+				t.Errorf("results.json expected %+v", res.Expected)
+			}
+			if expCase < 0 {
+				t.Fatal("no expected verdict case")
+			}
+			c := junit.Suites[0].Cases[expCase]
+			switch {
+			case (c.Failure == nil) != rep.Reproduced:
+				t.Errorf("junit expected-verdict failure %v", c.Failure)
+			case !rep.Reproduced && c.Failure.Message != rep.Why:
+				t.Errorf("junit failure says %q, the judgement %q", c.Failure.Message, rep.Why)
+			}
+		})
 	}
 }
 
-func TestCompare(t *testing.T) {
-	res := corpusRun(t, filepath.Join("..", "checker", "testdata", "double-grant.jsonl")).Result
-	c := Expectation{Verdict: checker.Invalid, Kind: checker.DoubleGrant}.Compare(res)
-	if !c.Reproduced || c.FirstAnomaly != 401_000_000 || !slices.Equal(c.Faults, []string{"f1"}) {
-		t.Errorf("double grant: %+v", c)
-	}
-	if c := (Expectation{Verdict: checker.Invalid}).Compare(res); !c.Reproduced || c.FirstAnomaly < 0 {
-		t.Errorf("any anomaly: %+v", c)
-	}
-	// A valid row that broke: when it first broke.
-	if c := (Expectation{Verdict: checker.Valid}).Compare(res); c.Reproduced || c.FirstAnomaly != 401_000_000 || !strings.Contains(c.Why, "observed invalid") {
-		t.Errorf("valid vs invalid: %+v", c)
-	}
-	if c := (Expectation{Verdict: checker.Invalid, Kind: checker.TokenReuse}).Compare(res); c.Reproduced || !strings.Contains(c.Why, "not token-reuse") {
-		t.Errorf("wrong kind: %+v", c)
-	}
-	if c := (Expectation{Verdict: checker.Invalid}).Compare(nil); c.Reproduced || c.Observed != checker.Unknown {
-		t.Errorf("unchecked: %+v", c)
+func TestExpectationValidate(t *testing.T) {
+	for _, good := range []Expectation{{Verdict: checker.Valid}, {Verdict: checker.Invalid}, {Verdict: checker.Invalid, Kind: checker.DoubleGrant}, {Verdict: checker.Unknown}} {
+		if err := good.Validate(); err != nil {
+			t.Errorf("%+v: %v", good, err)
+		}
 	}
 	for _, bad := range []Expectation{{Verdict: "maybe"}, {Verdict: checker.Valid, Kind: checker.DoubleGrant}} {
 		if bad.Validate() == nil {
 			t.Errorf("%+v validates", bad)
-		}
-		if c := bad.Compare(res); c.Reproduced {
-			t.Errorf("bad expectation %+v reproduced", bad)
 		}
 	}
 }
@@ -422,7 +452,7 @@ func TestLogsAndFailures(t *testing.T) {
 	r := corpusRun(t, filepath.Join("..", "checker", "testdata", "double-grant.jsonl"))
 	r.Logs = map[string]string{"n1": src, "n/1": src, "n_1": src, "../n2": filepath.Join(t.TempDir(), "missing.log")}
 	dir := t.TempDir()
-	files, err := Write(dir, r)
+	files, err := Write(dir, judged(r))
 	if err == nil || !strings.Contains(err.Error(), "missing.log") {
 		t.Fatalf("a missing log gave error %v", err)
 	}
@@ -602,7 +632,7 @@ func TestArbitraryOpsNeverBreakWrite(t *testing.T) {
 			r.CheckError = err.Error()
 		}
 		dir := t.TempDir()
-		files, err := Write(dir, r)
+		files, err := Write(dir, judged(r))
 		if err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
@@ -701,8 +731,9 @@ func TestRandomCheckedRuns(t *testing.T) {
 			t.Fatalf("round %d: the generator broke the contract: %v", round, err)
 		}
 		verdicts[res.Verdict]++
-		r := Run{Name: fmt.Sprintf("random-%d", round), Ops: ops, Result: res, TTL: time.Second,
-			Expected: &Expectation{Verdict: checker.Invalid, Kind: checker.DoubleGrant}}
+		r := Run{Name: fmt.Sprintf("random-%d", round), Ops: ops, Result: res, TTL: time.Second}
+		r = judged(r)
+		r.Judgement.Expected = &Reproduction{Expected: Expectation{Verdict: checker.Invalid, Kind: checker.DoubleGrant}, Observed: res.Verdict, Why: "as given", FirstAnomaly: -1}
 		dir, files := writeReport(t, r)
 		page := readFile(t, files.Index())
 		checkAnchors(t, page)

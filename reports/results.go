@@ -11,22 +11,20 @@ import (
 // Results is the content of results.json: the checker's result with the
 // run's metadata, for programs (CI, the matrix) rather than people.
 type Results struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	Source      string          `json:"source,omitempty"`
-	Seed        int64           `json:"seed"`
-	Started     time.Time       `json:"started"`
-	Elapsed     time.Duration   `json:"elapsed_ns"`
-	Command     string          `json:"command,omitempty"`
-	TTL         time.Duration   `json:"ttl_ns"`
-	Params      []Param         `json:"params,omitempty"`
-	Interrupted bool            `json:"interrupted,omitempty"`
-	Verdict     checker.Verdict `json:"verdict"`
-	ExitCode    int             `json:"exit_code"`
+	Name        string        `json:"name"`
+	Description string        `json:"description,omitempty"`
+	Source      string        `json:"source,omitempty"`
+	Seed        int64         `json:"seed"`
+	Started     time.Time     `json:"started"`
+	Elapsed     time.Duration `json:"elapsed_ns"`
+	Command     string        `json:"command,omitempty"`
+	TTL         time.Duration `json:"ttl_ns"`
+	Params      []Param       `json:"params,omitempty"`
+	Interrupted bool          `json:"interrupted,omitempty"`
+	// Judgement: verdict, exit_code and, for a catalog row, expected.
+	Judgement
 	// CheckError says why there is no result.
 	CheckError string `json:"check_error,omitempty"`
-	// Expected compares a catalog row's expectation with the verdict.
-	Expected *Comparison `json:"expected,omitempty"`
 	// Ops is the number of history records the report saw.
 	Ops    int             `json:"ops"`
 	Result *checker.Result `json:"result"`
@@ -39,26 +37,13 @@ func results(r Run) Results {
 	out := Results{
 		Name: r.Name, Description: r.Description, Source: r.Source, Seed: r.Seed,
 		Started: r.Started, Elapsed: r.Elapsed, Command: r.Command, TTL: r.TTL, Params: r.Params,
-		Interrupted: r.Interrupted, Verdict: verdict(r), CheckError: r.CheckError,
+		Interrupted: r.Interrupted, Judgement: r.Judgement, CheckError: r.CheckError,
 		Ops: len(r.Ops), Result: r.Result,
-	}
-	out.ExitCode = out.Verdict.ExitCode()
-	if r.Expected != nil {
-		c := r.Expected.Compare(r.Result)
-		out.Expected = &c
 	}
 	if json.Valid(r.Plan) {
 		out.Plan = r.Plan
 	}
 	return out
-}
-
-// verdict is the run's verdict: the checker's, or unknown when unchecked.
-func verdict(r Run) checker.Verdict {
-	if r.Result == nil {
-		return checker.Unknown
-	}
-	return r.Result.Verdict
 }
 
 func writeResults(w io.Writer, r Run) error {

@@ -42,8 +42,9 @@ type Run struct {
 	// (the history broke the contract, the run died before the check…).
 	Result     *checker.Result
 	CheckError string
-	// Expected is the catalog row's expectation; nil for ad-hoc runs.
-	Expected *Expectation
+	// Judgement is the run engine's verdict, exit code and, for a catalog
+	// row, reproduction: every file shows it as given.
+	Judgement Judgement
 	// Logs maps a node's name to the path of its Redis log.
 	Logs map[string]string
 	// Interrupted: the run was stopped (Ctrl-C, killed) and the report
@@ -89,10 +90,6 @@ const (
 	PlanFile    = "plan.json"
 	HistoryFile = "history.jsonl"
 )
-
-// linearizationMaxOps: porcupine's page for more lock operations than this
-// is too slow to produce and to open; the verdict is in the index anyway.
-const linearizationMaxOps = 20000
 
 // Write renders the report of r into dir, which must exist. Every file is
 // generated on its own: the error joins the failures (a file that could not
@@ -186,8 +183,8 @@ func writeLinearization(res *checker.Result, path string) error {
 		return skip{"the linearizability checker was skipped: " + c.Reason}
 	case c.Verdict == checker.Unknown:
 		return skip{"the linearizability checker could not decide (" + c.Reason + "); its page would not either"}
-	case c.Stats["operations"] > linearizationMaxOps:
-		return skip{fmt.Sprintf("%d lock operations: too many for porcupine's page (limit %d)", c.Stats["operations"], linearizationMaxOps)}
+	case c.Stats["operations"] > checker.VisualMaxOps:
+		return skip{fmt.Sprintf("%d lock operations: too many for porcupine's page (limit %d)", c.Stats["operations"], checker.VisualMaxOps)}
 	}
 	return res.WriteLinearizationHTMLFile(path)
 }

@@ -2,13 +2,16 @@ package reports
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"html"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/tumbler-dev/tumbler/checker"
+	"github.com/tumbler-dev/tumbler/history"
 )
 
 // Timeline geometry (px). The width is fixed so that a 30 s run with
@@ -32,6 +35,8 @@ const (
 	tlMaxMarks      = 20000
 	tlMaxAnomalies  = 600
 	tlLegendRowH    = 18
+	// tlPermitsH is the height of a semaphore key's permits-held chart.
+	tlPermitsH = 40
 )
 
 var clientColors = []string{"#1c7ed6", "#2f9e44", "#7048e8", "#0c8599", "#e8590c", "#5c940d", "#d6336c", "#1864ab", "#862e9c", "#495057"}
@@ -79,7 +84,9 @@ type timelineLayout struct {
 	faultRows int
 	lanesTop  float64
 	bottom    float64
-	notes     []string
+	// permitsY is where each key's permits chart starts (semaphores).
+	permitsY map[string]float64
+	notes    []string
 	// segs are each lane's bars: held (valid) and held past validity.
 	segs       map[lane][2][]segment
 	withTitles bool
@@ -118,7 +125,9 @@ func (v *view) writeTimeline(w io.Writer) error {
 	v.drawAxisGrid(out, l)
 	v.drawFaults(out, l)
 	v.drawLanes(out, l)
+	v.drawWaits(out, l, m)
 	v.drawHolds(out, l)
+	v.drawPermits(out, l, m)
 	v.drawMarks(out, l, m)
 	v.drawAnomalies(out, l)
 	v.drawLegend(out, l)
@@ -130,7 +139,7 @@ func (v *view) writeTimeline(w io.Writer) error {
 }
 
 func (v *view) layout(m holdsModel) *timelineLayout {
-	l := &timelineLayout{v: v, laneY: map[lane]float64{}, keyTop: map[string]float64{}, keyBottom: map[string]float64{}}
+	l := &timelineLayout{v: v, laneY: map[lane]float64{}, keyTop: map[string]float64{}, keyBottom: map[string]float64{}, permitsY: map[string]float64{}}
 	// Fault labels go on rows above the lanes, the first row where the
 	// previous label has ended.
 	var rowEnd []float64
@@ -171,6 +180,10 @@ func (v *view) layout(m holdsModel) *timelineLayout {
 		l.laneY[ln] = y
 		y += tlLaneH
 		l.keyBottom[ln.key] = y
+		if m.permits > 0 && (i == len(lanes)-1 || lanes[i+1].key != ln.key) {
+			l.permitsY[ln.key] = y + 4
+			y += tlPermitsH + 8
+		}
 	}
 	if len(lanes) == 0 {
 		y += 30
@@ -249,7 +262,11 @@ func (v *view) drawLanes(out *svgOut, l *timelineLayout) {
 			out.printf(`<line class="tl-ax" x1="6" y1="%.1f" x2="%d" y2="%.1f" stroke-opacity=".4"/>`+"\n", y+0.5, tlLabelW+tlPlotW, y+0.5)
 		}
 		y := l.laneY[ln]
-		out.printf(`<text class="tl-lbl" x="18" y="%.1f">client %d</text>`+"\n", y+10, ln.client)
+		label := fmt.Sprintf("client %d", ln.client)
+		if ln.mode != "" {
+			label += " · " + ln.mode
+		}
+		out.printf(`<text class="tl-lbl" x="18" y="%.1f">%s</text>`+"\n", y+10, esc(label))
 	}
 }
 
@@ -289,7 +306,7 @@ func (l *timelineLayout) prepareSegments(m holdsModel) {
 	// A bar runs as long as the client believed it held the lock; the part
 	// past its validity is hatched.
 	for _, h := range m.holds {
-		ln := lane{h.Key, h.Client}
+		ln := lane{h.Key, h.Client, h.Mode}
 		if _, ok := l.laneY[ln]; !ok {
 			continue
 		}
@@ -333,7 +350,7 @@ func (v *view) drawHolds(out *svgOut, l *timelineLayout) {
 			continue
 		}
 		y := l.laneY[ln] + (tlLaneH-tlBarH)/2
-		out.printf(`<g fill="%s">`, clientColor(ln.client))
+		out.printf(`<g fill="%s">`, laneColor(ln))
 		for kind, list := range segs {
 			for _, s := range list {
 				x, w := l.x(s.from), l.w(s.from, s.to, 0.8)
@@ -353,6 +370,14 @@ func (v *view) drawHolds(out *svgOut, l *timelineLayout) {
 		}
 		out.printf("</g>\n")
 	}
+}
+
+// laneColor is the client's color; a reader's bars are lighter.
+func laneColor(ln lane) string {
+	if ln.mode == history.ModeRead {
+		return "#74c0fc"
+	}
+	return clientColor(ln.client)
 }
 
 func clientColor(c int) string {
@@ -410,15 +435,132 @@ func (v *view) drawMarks(out *svgOut, l *timelineLayout, m holdsModel) {
 			out.printf(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#f08c00" stroke-width="1"><title>write with unknown outcome at %s (op %d)</title></line>`, x, y+1, x, y+tlLaneH-1, secs(mk.t), mk.op)
 		case markAcquireInfo:
 			out.printf(`<circle cx="%.1f" cy="%.1f" r="2.5" fill="none" stroke="#f08c00"><title>acquire with unknown outcome at %s (op %d)</title></circle>`, x, y+tlLaneH/2, secs(mk.t), mk.op)
+		case markCountDown:
+			out.printf(`<path d="M%.1f %.1f l-3 -6 h6 z" fill="#2b8a3e"><title>count-down at %s (op %d)</title></path>`, x, y+tlLaneH-2, secs(mk.t), mk.op)
+		case markInit:
+			out.printf(`<rect x="%.1f" y="%.1f" width="3" height="%d" fill="#495057"><title>latch or semaphore set up at %s (op %d)</title></rect>`, x-1.5, y+1, tlLaneH-2, secs(mk.t), mk.op)
 		}
 		out.printf("\n")
+	}
+}
+
+// drawWaits draws the queue entries of a fair lock (thin bars under the
+// lane, numbered in the order they entered the queue, dashed when the
+// entry timed out) and a latch's waiters (from the await's call to its
+// pass, or to giving up).
+func (v *view) drawWaits(out *svgOut, l *timelineLayout, m holdsModel) {
+	n := 0
+	for _, w := range m.waits {
+		y, ok := l.laneY[lane{w.Key, w.Client, ""}]
+		if !ok || n >= tlMaxMarks {
+			continue
+		}
+		n++
+		x, wd := l.x(w.From), l.w(w.From, w.To, 1)
+		switch w.Kind {
+		case "queue":
+			dash := ""
+			what := fmt.Sprintf("queued #%d for %q from %s to %s (op %d)", w.Order, w.Key, secs(w.From), secs(w.To), w.Op)
+			if w.TimedOut {
+				dash = ` stroke-dasharray="3,2"`
+				what += ": its entry timed out before the waiter polled again"
+			}
+			out.printf(`<rect x="%.1f" y="%.1f" width="%.1f" height="3" fill="#adb5bd" stroke="#868e96" stroke-width=".5"%s><title>%s</title></rect>`,
+				x, y+tlLaneH-3, wd, dash, esc(what))
+			if wd > 14 {
+				out.printf(`<text x="%.1f" y="%.1f" font-size="8" fill="#495057">#%d</text>`, x+1, y+tlLaneH-4, w.Order)
+			}
+		case "await":
+			fill := "#ffe066"
+			if w.Outcome == history.OK {
+				fill = "#d3f9d8"
+			}
+			out.printf(`<rect x="%.1f" y="%.1f" width="%.1f" height="%d" fill="%s" stroke="#adb5bd" stroke-width=".5"><title>waited on latch %q from %s to %s (op %d): %s</title></rect>`,
+				x, y+(tlLaneH-tlBarH)/2, wd, tlBarH, fill, esc(w.Key), secs(w.From), secs(w.To), w.Op, awaitOutcome(w.Outcome))
+		}
+		out.printf("\n")
+	}
+}
+
+func awaitOutcome(t history.Type) string {
+	switch t {
+	case history.OK:
+		return "passed"
+	case history.Fail:
+		return "gave up"
+	}
+	return "unknown"
+}
+
+// drawPermits draws, under each key of a semaphore, how many permits were
+// held over time (the holds the semaphore checker counts), with the
+// permits as a dashed line and the excess in red.
+func (v *view) drawPermits(out *svgOut, l *timelineLayout, m holdsModel) {
+	if m.permits <= 0 {
+		return
+	}
+	type step struct {
+		t int64
+		d int
+	}
+	byKey := map[string][]step{}
+	for _, h := range m.holds {
+		if h.End > h.Start {
+			byKey[h.Key] = append(byKey[h.Key], step{h.Start, 1}, step{h.End, -1})
+		}
+	}
+	for key, y0 := range l.permitsY {
+		steps := byKey[key]
+		slices.SortFunc(steps, func(a, b step) int {
+			if a.t != b.t {
+				return cmp.Compare(a.t, b.t)
+			}
+			return cmp.Compare(a.d, b.d) // an end before a start at the same instant
+		})
+		top := m.permits + 1
+		n, most := 0, 0
+		for _, s := range steps {
+			n += s.d
+			most = max(most, n)
+		}
+		top = max(top, most)
+		yOf := func(k int) float64 { return y0 + tlPermitsH - float64(k)*tlPermitsH/float64(top) }
+		out.printf(`<text x="18" y="%.1f" fill="#495057">permits held</text>`, y0+tlPermitsH/2+4)
+		out.printf(`<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#868e96" stroke-dasharray="4,2"><title>%d permits</title></line>`,
+			tlLabelW, yOf(m.permits), tlLabelW+tlPlotW, yOf(m.permits), m.permits)
+		out.printf(`<text x="%d" y="%.1f" font-size="9" fill="#868e96" text-anchor="end">%d</text>`, tlLabelW-4, yOf(m.permits)+3, m.permits)
+		var pts strings.Builder
+		n = 0
+		lastX := l.x(0)
+		fmt.Fprintf(&pts, "%.1f,%.1f", lastX, yOf(0))
+		for _, s := range steps {
+			x := l.x(s.t)
+			fmt.Fprintf(&pts, " %.1f,%.1f", x, yOf(n))
+			n += s.d
+			fmt.Fprintf(&pts, " %.1f,%.1f", x, yOf(n))
+			if n > m.permits {
+				end := l.v.end
+				// the excess lasts until the next step
+				for _, t := range steps {
+					if t.t > s.t {
+						end = t.t
+						break
+					}
+				}
+				out.printf(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#e03131" fill-opacity=".3"><title>%d holders of %d permits from %s</title></rect>`,
+					x, yOf(n), l.w(s.t, end, 1), yOf(m.permits)-yOf(n), n, m.permits, secs(s.t))
+			}
+		}
+		fmt.Fprintf(&pts, " %.1f,%.1f", l.x(l.v.end), yOf(n))
+		out.printf(`<polyline points="%s" fill="none" stroke="#1c7ed6" stroke-width="1.2"/>`+"\n", pts.String())
 	}
 }
 
 // anomalyColor by kind: red for double grants, the lock's own failure.
 func anomalyColor(k checker.Kind) string {
 	switch k {
-	case checker.DoubleGrant, checker.NotLinearizable, checker.Unavailable:
+	case checker.DoubleGrant, checker.NotLinearizable, checker.Unavailable,
+		checker.WriterOverlap, checker.PermitsExceeded, checker.UnfairGrant, checker.LatchEarly, checker.LatchStuck:
 		return "#e03131"
 	case checker.TokenReuse, checker.TokenOrder:
 		return "#ae3ec9"
@@ -456,7 +598,7 @@ func (v *view) drawAnomalies(out *svgOut, l *timelineLayout) {
 		out.printf(`<a href="index.html#%s"><title>%s</title>`, anomalyAnchor(i), esc(string(a.Kind)+": "+a.Explanation))
 		color := anomalyColor(a.Kind)
 		switch a.Kind {
-		case checker.DoubleGrant:
+		case checker.DoubleGrant, checker.WriterOverlap, checker.PermitsExceeded:
 			for _, ln := range l.lanesOf(a) {
 				out.printf(`<rect class="tl-dg" x="%.1f" y="%.1f" width="%.1f" height="%d"/>`, l.x(a.From), l.laneY[ln], l.w(a.From, a.To, 2.5), tlLaneH)
 			}
@@ -549,6 +691,33 @@ func (v *view) drawLegend(out *svgOut, l *timelineLayout) {
 	item(func(x, y float64) {
 		out.printf(`<rect class="tl-fault" x="%.1f" y="%.1f" width="18" height="12"/>`, x, y)
 	}, "fault active")
+	cfg := v.run.Check
+	if cfg.ReadWrite {
+		item(func(x, y float64) {
+			out.printf(`<rect x="%.1f" y="%.1f" width="18" height="%d" fill="%s"/>`, x, y+1, tlBarH, laneColor(lane{mode: history.ModeRead}))
+		}, "read hold (a lane per mode)")
+		item(func(x, y float64) {
+			out.printf(`<rect class="tl-anom" x="%.1f" y="%.1f" width="18" height="%d" stroke="%s"/>`, x, y, tlLaneH-2, anomalyColor(checker.WriterOverlap))
+		}, "writer overlap")
+	}
+	if cfg.Fair {
+		item(func(x, y float64) {
+			out.printf(`<rect x="%.1f" y="%.1f" width="18" height="3" fill="#adb5bd" stroke="#868e96" stroke-width=".5"/><text x="%.1f" y="%.1f" font-size="8">#n</text>`, x, y+8, x+1, y+7)
+		}, "queued, n-th to enter (dashed: entry timed out)")
+	}
+	if cfg.Permits > 0 {
+		item(func(x, y float64) {
+			out.printf(`<polyline points="%.1f,%.1f %.1f,%.1f %.1f,%.1f %.1f,%.1f" fill="none" stroke="#1c7ed6"/>`, x, y+10, x+6, y+10, x+6, y+3, x+18, y+3)
+		}, fmt.Sprintf("permits held (dashed: the %d permits)", cfg.Permits))
+	}
+	if cfg.Latch {
+		item(func(x, y float64) {
+			out.printf(`<rect x="%.1f" y="%.1f" width="18" height="%d" fill="#d3f9d8" stroke="#adb5bd"/>`, x, y+1, tlBarH)
+		}, "waited on the latch and passed (yellow: gave up)")
+		item(func(x, y float64) {
+			out.printf(`<path d="M%.1f %.1f l-3 -6 h6 z" fill="#2b8a3e"/>`, x+9, y+10)
+		}, "count-down")
+	}
 	for i, n := range l.notes {
 		out.printf(`<text x="10" y="%.1f" fill="#862e9c">%s</text>`+"\n", l.bottom+44+2*tlLegendRowH+12+float64(14*i), esc(n))
 	}

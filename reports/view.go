@@ -18,7 +18,7 @@ type view struct {
 }
 
 func newView(r Run) *view {
-	v := &view{run: r, verdict: verdict(r), end: int64(1e6), byIndex: make(map[int64]int, len(r.Ops))}
+	v := &view{run: r, verdict: r.Judgement.Verdict, end: int64(1e6), byIndex: make(map[int64]int, len(r.Ops))}
 	for i, o := range r.Ops {
 		v.end = max(v.end, o.Time)
 		if _, dup := v.byIndex[o.Index]; !dup {

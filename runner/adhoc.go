@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,8 +16,9 @@ import (
 // Adhoc is a run described by settings rather than by a plan file: what
 // `tumbler run` and `tumbler plan` take as flags. Plan turns it into the
 // Plan a run executes, generating the fault schedule from Seed. A zero
-// field takes the default its comment gives. Errors name the command-line
-// flag of the setting at fault, so a person can fix it.
+// field takes the default its comment gives, unless Given says it was given
+// explicitly: then it is refused with the valid range. Errors name the
+// command-line flag of the setting at fault, so a person can fix it.
 type Adhoc struct {
 	// Name of the plan (the run's directory under the store); default
 	// "adhoc-<lock>".
@@ -29,10 +31,9 @@ type Adhoc struct {
 	// redsync), otherwise independent:1.
 	Topology string
 	Nodes    int
-	// Provider: process (default), docker or external; External is the
-	// external deployment's configuration file (it implies provider
-	// external).
-	Provider, External string
+	// Target: where the servers run (provider process by default) and how
+	// to log in to them.
+	Target Target
 	// Persistence of the data nodes: none (default), aof-everysec, aof-always.
 	Persistence string
 
@@ -47,10 +48,19 @@ type Adhoc struct {
 	SetNXOnExtend bool
 	// ReadTimeout of the clients' Redis connections (default 1 s).
 	ReadTimeout time.Duration
+	// Permits of a semaphore (default 2); ThreadWaitTime of the fair lock
+	// (default 5 s).
+	Permits        int
+	ThreadWaitTime time.Duration
+	// ReadFraction: a read-write lock's share of read cycles (nil: 0.75).
+	ReadFraction *float64
+	// Discovery: sentinel or fixed (LockPlan.Discovery).
+	Discovery string
 	// TTL of the lock (default 1 s).
 	TTL time.Duration
 
-	// Workload: mutex, fenced-write (default) or counter.
+	// Workload: mutex, fenced-write (default) or counter; latch (the
+	// default for the latch lock, and only for it).
 	Workload string
 	// ClientMode: process (default) or in-process ("inprocess" too).
 	ClientMode string
@@ -62,18 +72,30 @@ type Adhoc struct {
 	Hold, Think string
 	// Retry: wait (default: retry until the acquire timeout) or try (one
 	// attempt per cycle).
-	Retry         string
-	CheckValidity bool
-	ObeyLost      bool
+	Retry string
+	// AcquireTimeout bounds one acquire, retries included (default 1 s).
+	AcquireTimeout time.Duration
+	CheckValidity  bool
+	ObeyLost       bool
 	// TimeLimit: how long clients start new operations (default 10 s).
 	TimeLimit time.Duration
 
 	// Nemesis lists fault kinds (nemesis.Kinds) to draw the schedule from;
 	// a kind may repeat to weigh it. Empty: no faults.
 	Nemesis []string
-	// NemesisInterval is the quiet time before the first fault and between
-	// two faults (default 3×TTL).
+	// NemesisInterval is the mean time between the starts of two fault
+	// scenes, half of it before the first (default: the TTL); see
+	// nemesis.GenOptions.Interval.
 	NemesisInterval time.Duration
+
+	// Given names the settings given explicitly, by their flag's name
+	// ("clients", "ttl"): a zero among them is refused with the valid range,
+	// where an omitted one takes the default ("--clients 0" is no request
+	// for the default 4 clients).
+	Given map[string]bool
+	// Concurrency is how many faults may be active at once (nil:
+	// nemesis.DefaultConcurrency); less than 1 is refused.
+	Concurrency *int
 }
 
 // Adhoc defaults.
@@ -86,7 +108,7 @@ const (
 )
 
 // adhocWorkloads are the workloads a flag can name, in the order help lists them.
-var adhocWorkloads = []workloads.Kind{workloads.Mutex, workloads.FencedWrite, workloads.Counter}
+var adhocWorkloads = []workloads.Kind{workloads.Mutex, workloads.FencedWrite, workloads.Counter, workloads.Latch}
 
 // Plan builds the plan the settings describe, with every default filled in
 // as the run's plan.json will hold it, and validates it. Every error wraps
@@ -94,6 +116,9 @@ var adhocWorkloads = []workloads.Kind{workloads.Mutex, workloads.FencedWrite, wo
 func (a Adhoc) Plan() (Plan, error) {
 	bad := func(flag, format string, args ...any) error {
 		return fmt.Errorf("%w: --%s: %s", ErrPlan, flag, fmt.Sprintf(format, args...))
+	}
+	if err := a.givenZero(); err != nil {
+		return Plan{}, err
 	}
 	p := Plan{Name: a.Name, Seed: a.Seed}
 
@@ -126,11 +151,18 @@ func (a Adhoc) Plan() (Plan, error) {
 			return Plan{}, bad(flag, "%v is negative", d)
 		}
 	}
+	if a.Permits < 0 {
+		return Plan{}, bad("permits", "%d is negative", a.Permits)
+	}
+	if a.ThreadWaitTime < 0 {
+		return Plan{}, bad("thread-wait-time", "%v is negative", a.ThreadWaitTime)
+	}
 	p.Lock = LockPlan{
 		Variant: a.Lock, Inner: a.Inner, WaitReplicas: a.WaitReplicas,
 		WaitTimeout: nemesis.Fixed(a.WaitTimeout), NodeTimeout: nemesis.Fixed(a.NodeTimeout),
 		DriftFactor: a.DriftFactor, SetNXOnExtend: a.SetNXOnExtend,
-		ReadTimeout: nemesis.Fixed(a.ReadTimeout),
+		ReadTimeout: nemesis.Fixed(a.ReadTimeout), Permits: a.Permits,
+		ThreadWaitTime: nemesis.Fixed(a.ThreadWaitTime), Discovery: a.Discovery,
 	}
 	if p.Name == "" {
 		p.Name = "adhoc-" + a.Lock
@@ -138,7 +170,7 @@ func (a Adhoc) Plan() (Plan, error) {
 
 	switch {
 	case a.Nodes < 0:
-		return Plan{}, bad("nodes", "%d is negative", a.Nodes)
+		return Plan{}, bad("nodes", "%d: want 1 to %d masters", a.Nodes, cluster.MaxIndependent)
 	case a.Nodes > 0 && a.Topology != "":
 		return Plan{}, bad("nodes", "conflicts with --topology (--nodes %d is short for --topology independent:%d): give one", a.Nodes, a.Nodes)
 	case a.Nodes > 0:
@@ -156,22 +188,9 @@ func (a Adhoc) Plan() (Plan, error) {
 		return Plan{}, bad(flag, "%v", err)
 	}
 
-	switch {
-	case a.External != "" && a.Provider == "":
-		a.Provider = "external"
-	case a.External != "" && a.Provider != "external":
-		return Plan{}, bad("external", "names an external deployment, but --provider is %s", a.Provider)
-	case a.Provider == "external" && a.External == "":
-		return Plan{}, bad("provider", "external needs --external FILE, the deployment's configuration")
-	case a.Provider == "":
-		a.Provider = "process"
+	if p, err = a.Target.Apply(p); err != nil {
+		return Plan{}, err
 	}
-	switch a.Provider {
-	case "process", "docker", "external":
-	default:
-		return Plan{}, bad("provider", "%q unknown (valid: process, docker, external)", a.Provider)
-	}
-	p.Provider, p.External = a.Provider, a.External
 	if a.Persistence != "" {
 		if p.Persistence, err = cluster.ParsePersistence(a.Persistence); err != nil {
 			return Plan{}, bad("persistence", "%v", err)
@@ -194,7 +213,10 @@ func (a Adhoc) Plan() (Plan, error) {
 	p.TimeLimit = nemesis.Fixed(a.TimeLimit)
 
 	w := &p.Workload
-	if a.Workload == "" {
+	switch {
+	case a.Workload == "" && info.Kind == variants.KindLatch:
+		a.Workload = string(workloads.Latch)
+	case a.Workload == "":
 		a.Workload = string(workloads.FencedWrite)
 	}
 	if !slices.Contains(adhocWorkloads, workloads.Kind(a.Workload)) {
@@ -209,14 +231,14 @@ func (a Adhoc) Plan() (Plan, error) {
 	default:
 		return Plan{}, bad("client-mode", "%q unknown (valid: process, inprocess)", a.ClientMode)
 	}
-	switch {
-	case a.Clients < 0:
-		return Plan{}, bad("clients", "%d is negative", a.Clients)
-	case a.Clients == 0:
+	if a.Clients == 0 {
 		a.Clients = adhocClients
 	}
+	if a.Clients < 1 || a.Clients > workloads.MaxClients {
+		return Plan{}, bad("clients", "%d: want 1 to %d clients", a.Clients, workloads.MaxClients)
+	}
 	if a.Keys < 0 {
-		return Plan{}, bad("keys", "%d is negative", a.Keys)
+		return Plan{}, bad("keys", "%d: want at least 1 key", a.Keys)
 	}
 	w.Clients, w.Keys = a.Clients, a.Keys
 	if a.Hold == "" {
@@ -238,8 +260,22 @@ func (a Adhoc) Plan() (Plan, error) {
 		return Plan{}, bad("retry", "%q unknown (valid: wait, try)", a.Retry)
 	}
 	w.CheckValidity, w.ObeyLost = a.CheckValidity, a.ObeyLost
+	w.ReadFraction = a.ReadFraction
+	if w.Kind == workloads.Latch {
+		// Half the clients count down, the others wait; rounds of 4 TTLs,
+		// count-downs within the first TTL and a half of each.
+		n := max(1, a.Clients/2)
+		w.Latch = &LatchPlan{Count: n, Counters: n, Round: nemesis.Fixed(4 * a.TTL)}
+		if a.Hold == adhocHold {
+			w.Hold = Range{nemesis.Fixed(0), nemesis.Fixed(a.TTL * 3 / 2)}
+		}
+	}
+	if a.AcquireTimeout < 0 {
+		return Plan{}, bad("acquire-timeout", "%v is negative", a.AcquireTimeout)
+	}
+	w.AcquireTimeout = nemesis.Fixed(a.AcquireTimeout)
 
-	if p.Faults, err = a.faults(p); err != nil {
+	if p.Faults, err = a.faults(p, info.AllNodes); err != nil {
 		return Plan{}, err
 	}
 	p = p.withDefaults()
@@ -249,10 +285,46 @@ func (a Adhoc) Plan() (Plan, error) {
 	return p, nil
 }
 
-// faults generates the schedule from the fault kinds and the seed.
-func (a Adhoc) faults(p Plan) ([]nemesis.Step, error) {
+// givenZero refuses a zero that was given explicitly for a setting whose
+// zero means "the default": the range it must be in, and how to get the
+// default.
+func (a Adhoc) givenZero() error {
+	for _, z := range []struct {
+		flag  string
+		zero  bool
+		valid string
+	}{
+		{"clients", a.Clients == 0, fmt.Sprintf("1 to %d clients (omit it for %d)", workloads.MaxClients, adhocClients)},
+		{"keys", a.Keys == 0, "at least 1 key (omit it for 1)"},
+		{"nodes", a.Nodes == 0, fmt.Sprintf("1 to %d masters (omit it for 1, or 5 for a lock on every node)", cluster.MaxIndependent)},
+		{"ttl", a.TTL == 0, fmt.Sprintf("at least 1ms (omit it for %v)", adhocTTL)},
+		{"time-limit", a.TimeLimit == 0, fmt.Sprintf("a positive duration (omit it for %v)", adhocTimeLimit)},
+		{"nemesis-interval", a.NemesisInterval == 0, "a positive duration (omit it for 3×TTL)"},
+		{"read-timeout", a.ReadTimeout == 0, "a positive duration (omit it for 1s)"},
+		{"node-timeout", a.NodeTimeout == 0, "a positive duration (omit it for the lock's default)"},
+		{"wait-timeout", a.WaitTimeout == 0, "a positive duration (WAIT with 0 blocks forever)"},
+		{"permits", a.Permits == 0, "at least 1 permit (omit it for 2)"},
+		{"thread-wait-time", a.ThreadWaitTime == 0, "a positive duration (omit it for Redisson's 5s)"},
+		{"acquire-timeout", a.AcquireTimeout == 0, "a positive duration (omit it for 1s)"},
+	} {
+		if z.zero && a.Given[z.flag] {
+			return fmt.Errorf("%w: --%s: 0: want %s", ErrPlan, z.flag, z.valid)
+		}
+	}
+	return nil
+}
+
+// faults generates the schedule from the fault kinds and the seed;
+// quorum says the lock takes a majority of independent masters.
+func (a Adhoc) faults(p Plan, quorum bool) ([]nemesis.Step, error) {
 	if a.NemesisInterval < 0 {
 		return nil, fmt.Errorf("%w: --nemesis-interval: %v is negative", ErrPlan, a.NemesisInterval)
+	}
+	concurrency := nemesis.DefaultConcurrency
+	if a.Concurrency != nil {
+		if concurrency = *a.Concurrency; concurrency < 1 {
+			return nil, fmt.Errorf("%w: --concurrency: %d: at least one fault must be able to run at a time", ErrPlan, concurrency)
+		}
 	}
 	if len(a.Nemesis) == 0 {
 		if a.NemesisInterval != 0 {
@@ -268,32 +340,57 @@ func (a Adhoc) faults(p Plan) ([]nemesis.Step, error) {
 		}
 		mix = append(mix, nemesis.Kind(k))
 	}
-	setup := p.nemesisSetup()
-	setup.NodeClock = slices.Contains(mix, nemesis.Clock)
 	cfg, err := p.workloadConfig(nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: workload: %w", ErrPlan, err)
 	}
+	setup, err := p.probeSetup()
+	if err != nil {
+		return nil, err
+	}
+	setup.NodeClock = slices.ContainsFunc(mix, nemesis.Kind.NeedsNodeClock)
+	// The workload's own steps exist whatever the lock; the variants do
+	// not list theirs (a plan file can name one).
+	steps := []string{workloads.StepAfterAcquire, workloads.StepBeforeRelease}
+	if cfg.Kind != workloads.Mutex {
+		steps = append(steps, workloads.StepBeforeWrite)
+	}
 	np, err := nemesis.Generate(p.Seed, mix, nemesis.GenOptions{
 		Setup: setup, TTL: a.TTL, TimeLimit: a.TimeLimit, Interval: a.NemesisInterval,
-		// Stopping or cutting off the holder of a contended key is the
-		// client fault that matters.
-		Key: cfg.Key(0),
-		// The workload's own steps exist whatever the lock; the variants
-		// do not list theirs (a plan file can name one).
-		LockSteps: []string{workloads.StepAfterAcquire, workloads.StepBeforeRelease},
+		Concurrency: concurrency,
+		// The contended key: faults aim at its holder and its lease.
+		Key:       cfg.Key(0),
+		LockSteps: steps,
+		Hold:      [2]time.Duration{cfg.Hold.Min, cfg.Hold.Max},
+		Quorum:    quorum && p.Topology.Kind == cluster.Independent,
+		// A persistence the user chose is not overridden by the faults.
+		Persistence: p.Persistence,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: --nemesis: %w", ErrPlan, err)
 	}
 	if len(np.Steps) == 0 {
-		interval := a.NemesisInterval
-		if interval == 0 {
-			interval = 3 * a.TTL
-		}
-		return nil, fmt.Errorf("%w: --nemesis: no fault fits in --time-limit %v after the quiet --nemesis-interval %v: lengthen the one or shorten the other", ErrPlan, a.TimeLimit, interval)
+		return nil, fmt.Errorf("%w: --nemesis: no fault fits in --time-limit %v after the lead-in of half the --nemesis-interval: lengthen the one or shorten the other", ErrPlan, a.TimeLimit)
 	}
 	return np.Steps, nil
+}
+
+// probeSetup is the nemesis setup with the answer of the plan's provider
+// where building it is cheap and starts nothing: the process provider, and
+// the external one (it reads its configuration; it contacts the deployment
+// only when the cluster starts). The docker provider is asked by Run, which
+// checks the faults again before it starts anything: building it may
+// build an image.
+func (p Plan) probeSetup() (nemesis.Setup, error) {
+	if p.Provider == "docker" {
+		return p.nemesisSetup(nil), nil
+	}
+	prov, _, err := newProvider(context.Background(), p)
+	if err != nil {
+		return nemesis.Setup{}, err
+	}
+	defer prov.Close()
+	return p.nemesisSetup(prov), nil
 }
 
 // parseRange reads "MIN,MAX" or a single span for both.

@@ -3,6 +3,8 @@ package runner
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -61,13 +63,16 @@ func TestAdhocErrorsNameTheFlag(t *testing.T) {
 		{Adhoc{Think: "soon"}, []string{"--think"}},
 		{Adhoc{Retry: "maybe"}, []string{"--retry", "wait", "try"}},
 		{Adhoc{TTL: time.Microsecond}, []string{"--ttl"}},
-		{Adhoc{Provider: "k8s"}, []string{"--provider", "docker"}},
-		{Adhoc{Provider: "external"}, []string{"--provider", "--external"}},
-		{Adhoc{Provider: "docker", External: "x.json"}, []string{"--external"}},
+		{Adhoc{Target: Target{Provider: "k8s"}}, []string{"--provider", "docker"}},
+		{Adhoc{Target: Target{Provider: "external"}}, []string{"--provider", "--external"}},
+		{Adhoc{Target: Target{Provider: "docker", External: "x.json"}}, []string{"--external"}},
 		{Adhoc{Persistence: "rdb"}, []string{"--persistence"}},
 		{Adhoc{Nemesis: []string{"kill", "meteor"}}, []string{"--nemesis", "meteor", "partition", "failover"}},
 		{Adhoc{NemesisInterval: time.Second}, []string{"--nemesis-interval", "--nemesis"}},
-		{Adhoc{Nemesis: []string{"kill"}, TimeLimit: 2 * time.Second}, []string{"--nemesis", "--time-limit"}},
+		{Adhoc{Nemesis: []string{"kill"}, TimeLimit: time.Second}, []string{"--nemesis", "--time-limit"}},
+		{Adhoc{Nemesis: []string{"kill"}, Concurrency: new(0)}, []string{"--concurrency", "at least one"}},
+		{Adhoc{AcquireTimeout: -time.Second}, []string{"--acquire-timeout"}},
+		{Adhoc{Nemesis: []string{"clock"}, Topology: "independent:3", Lock: "single", Concurrency: new(-1)}, []string{"--concurrency", "-1"}},
 		// Generate refuses a fault the setup cannot take.
 		{Adhoc{Nemesis: []string{"failover"}, TimeLimit: 30 * time.Second}, []string{"--nemesis", "failover"}},
 		{Adhoc{Nemesis: []string{"client-pause"}, ClientMode: "inprocess", TimeLimit: 30 * time.Second}, []string{"--nemesis", "client-pause"}},
@@ -120,9 +125,80 @@ func TestAdhocNemesis(t *testing.T) {
 	if bytes.Equal(p1.JSON(), p3.JSON()) {
 		t.Fatal("seeds 11 and 12 gave the same plan")
 	}
+	// The lock-aware knobs: a fixed persistence is kept by every kill and
+	// restart; the workload's hold and acquire timeout reach the plan.
+	fixed := Adhoc{Lock: "redlock", Nemesis: []string{"partition", "restart", "kill"}, TimeLimit: 40 * time.Second,
+		Persistence: "aof-always", Hold: "0.8ttl,0.9ttl", AcquireTimeout: 6 * time.Second, TTL: 3 * time.Second, Seed: 3}
+	pf, err := fixed.Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease := 0
+	for _, f := range pf.Faults {
+		if f.Persistence != "" {
+			t.Errorf("--persistence aof-always, but a %s starts a node with %q", f.Fault, f.Persistence)
+		}
+		if f.Node == nemesis.NodeLease {
+			lease++
+		}
+	}
+	if lease == 0 || pf.Workload.AcquireTimeout.Resolve(0) != 6*time.Second {
+		t.Errorf("no fault aimed at the lease, or the acquire timeout lost: %s", pf.JSON())
+	}
 	// A clock fault needs the node clock shim; the plan says so.
 	p, err := Adhoc{Nemesis: []string{"clock"}, TimeLimit: 20 * time.Second}.Plan()
-	if err != nil || !p.needsNodeClock() {
+	if err != nil || !p.nemesisPlan().NeedsNodeClock() {
 		t.Fatalf("clock plan: %v", err)
+	}
+}
+
+// TestAdhocAsksTheProvider: the schedule is drawn against what the
+// provider says it can do; a kind it cannot take is refused, naming the
+// kind and the provider, and Run refuses a plan file the same way before
+// it starts anything.
+func TestAdhocAsksTheProvider(t *testing.T) {
+	cfg := `{"topology": "independent:3",
+	  "nodes": {"n1": {"addr": "127.0.0.1:1"}, "n2": {"addr": "127.0.0.1:2"}, "n3": {"addr": "127.0.0.1:3"}},
+	  "toxiproxy": "http://127.0.0.1:9", "links": {"c0->n1": {}},
+	  "persistence": "aof-always",
+	  "hooks": {"kill": "true", "start": "true"}}`
+	file := filepath.Join(t.TempDir(), "external.json")
+	if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := Adhoc{Lock: "redlock", Nodes: 3, Target: Target{External: file}, Nemesis: []string{"partition", "pause"}, TimeLimit: 20 * time.Second, Seed: 1}
+	_, err := a.Plan()
+	if !errors.Is(err, ErrPlan) || !strings.HasSuffix(err.Error(), "--nemesis: generate: pause: needs a provider that can pause/resume nodes; the external provider can kill/start") {
+		t.Fatalf("pause on an external deployment without pause hooks: %v", err)
+	}
+	a.Nemesis = []string{"partition", "kill"}
+	p, err := a.Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Restarting empty needs a wipe hook on a deployment that persists,
+	// and it keeps its own persistence mode.
+	kills := 0
+	for _, f := range p.Faults {
+		if f.Fault == nemesis.Kill {
+			kills++
+			if f.Persistence != "" {
+				t.Errorf("the plan starts a node with persistence %q, which the deployment cannot do", f.Persistence)
+			}
+		}
+	}
+	if kills == 0 {
+		t.Errorf("no kill in %s", p.JSON())
+	}
+	p.Faults = []nemesis.Step{{Fault: nemesis.Pause, Nodes: []string{"n1"}, For: nemesis.Fixed(time.Second)}}
+	if err := p.Validate(); err != nil {
+		t.Fatalf("without a provider every control is assumed: %v", err)
+	}
+	out, err := Run(t.Context(), p, Options{Store: t.TempDir()})
+	if !errors.Is(err, ErrPlan) || !strings.Contains(err.Error(), "step 1 (pause): needs a provider that can pause/resume nodes") {
+		t.Fatalf("Run of a pause on that deployment: %v", err)
+	}
+	if out != nil && out.Result != nil {
+		t.Errorf("the refused run was checked: %+v", out.Result)
 	}
 }

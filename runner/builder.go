@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tumbler-dev/tumbler/access"
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/lock/variants"
@@ -29,11 +30,14 @@ type ClientLock struct {
 	// ReadTimeout of the client's Redis connections: a reply slower than
 	// this is an unknown outcome.
 	ReadTimeout time.Duration `json:"read_timeout"`
+	// Discovery: LockPlan.Discovery ("": Sentinel where there are
+	// Sentinels).
+	Discovery string `json:"discovery,omitempty"`
 }
 
 // clientLockSpec marshals the ClientLock of one client.
-func clientLockSpec(spec variants.Spec, view cluster.ClientView, readTimeout time.Duration) (json.RawMessage, error) {
-	return json.Marshal(ClientLock{Lock: spec, View: view, ReadTimeout: readTimeout})
+func clientLockSpec(spec variants.Spec, view cluster.ClientView, readTimeout time.Duration, discovery string) (json.RawMessage, error) {
+	return json.Marshal(ClientLock{Lock: spec, View: view, ReadTimeout: readTimeout, Discovery: discovery})
 }
 
 // buildClientLocks makes one client's Redis connections (through its own
@@ -49,6 +53,12 @@ func buildClientLocks(raw json.RawMessage) (workloads.Factory, func() error, err
 	if len(cl.View.Nodes) == 0 {
 		return nil, nil, errors.New("client lock spec: the client view lists no nodes")
 	}
+	// The secret is read here, in the client, from the file or the
+	// environment the view names: the spec never holds it.
+	login, err := cl.View.Login()
+	if err != nil {
+		return nil, nil, fmt.Errorf("client lock spec: %w", err)
+	}
 	tweak := func(o *redis.Options) {
 		if cl.ReadTimeout > 0 {
 			o.ReadTimeout, o.WriteTimeout = cl.ReadTimeout, cl.ReadTimeout
@@ -58,12 +68,12 @@ func buildClientLocks(raw json.RawMessage) (workloads.Factory, func() error, err
 	switch {
 	case cl.Lock.AllNodes():
 		for _, addr := range cl.View.AddrList() {
-			clients = append(clients, lock.NewClient(addr, tweak))
+			clients = append(clients, lock.NewClient(addr, tweak, login.Apply))
 		}
-	case len(cl.View.Sentinels) > 0:
-		clients = append(clients, failoverClient(cl.View, tweak))
+	case len(cl.View.Sentinels) > 0 && cl.Discovery != DiscoveryFixed:
+		clients = append(clients, failoverClient(cl.View, login, tweak))
 	default:
-		clients = append(clients, lock.NewClient(cl.View.AddrList()[0], tweak))
+		clients = append(clients, lock.NewClient(cl.View.AddrList()[0], tweak, login.Apply))
 	}
 	closeAll := func() error {
 		var errs []error
@@ -72,19 +82,19 @@ func buildClientLocks(raw json.RawMessage) (workloads.Factory, func() error, err
 		}
 		return errors.Join(errs...)
 	}
-	factory := func(key string, opts ...lock.Option) (lock.Locker, error) {
-		return variants.Build(cl.Lock, clients, key, opts...)
+	factory := func(key string, opts ...lock.Option) (lock.Primitive, error) {
+		return variants.BuildPrimitive(cl.Lock, clients, key, opts...)
 	}
 	return factory, closeAll, nil
 }
 
 // failoverClient follows the Sentinels' primary through the client's own
 // proxies, with lock.NewClient's settings (no retries, explicit timeouts).
-func failoverClient(v cluster.ClientView, tweak func(*redis.Options)) *redis.Client {
+func failoverClient(v cluster.ClientView, login access.Login, tweak func(*redis.Options)) *redis.Client {
 	base := lock.NewClient("", tweak)
 	defer base.Close()
 	o := base.Options()
-	fo := v.FailoverOptions()
+	fo := v.FailoverOptions(login)
 	fo.MaxRetries = o.MaxRetries
 	fo.DialTimeout, fo.ReadTimeout, fo.WriteTimeout = o.DialTimeout, o.ReadTimeout, o.WriteTimeout
 	fo.PoolSize = o.PoolSize

@@ -9,17 +9,21 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/tumbler-dev/tumbler/access"
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/lock/variants"
 	"github.com/tumbler-dev/tumbler/nemesis"
 	"github.com/tumbler-dev/tumbler/reports"
 	"github.com/tumbler-dev/tumbler/workloads"
@@ -35,8 +39,9 @@ type Options struct {
 	Status func(Status)
 	// Command is the command line that replays the run, for the report.
 	Command string
-	// Expected is the catalog row's expectation and Source where the
-	// failure mode is documented, for the report.
+	// Expected is the catalog row's expectation, which the run is judged
+	// against (Outcome.Judgement), and Source where the failure mode is
+	// documented, for the report.
 	Expected *reports.Expectation
 	Source   string
 	// WorkerLog receives the client processes' stderr (default: a file in
@@ -46,6 +51,9 @@ type Options struct {
 	// API listens on during the run, so an operator can inspect the proxies
 	// and their toxics.
 	ToxiproxyAPI string
+	// Linearizability replaces the plan's check.linearizability bounds
+	// where set (Analyze: check a stored run with more memory or time).
+	Linearizability LinearizabilityPlan
 }
 
 // Status is a snapshot of a run in progress.
@@ -55,7 +63,8 @@ type Status struct {
 	OpsPerSecond   float64
 	Grants         int64
 	ActiveFaults   []history.Fault
-	// Anomalies found so far by the mutual-exclusion checker.
+	// Anomalies are the double grants found so far
+	// (checker.MutexMonitor: a pair counts once both holds have ended).
 	Anomalies int
 }
 
@@ -64,7 +73,8 @@ type Outcome struct {
 	Dir    string
 	Plan   Plan
 	Result *checker.Result
-	// Started is when the workload started; Elapsed covers the whole run.
+	// Started is when the workload started; Elapsed is how long the run
+	// took, from its start to the check of its history.
 	Started time.Time
 	Elapsed time.Duration
 	// Interrupted: the run was cancelled before its time limit.
@@ -76,12 +86,18 @@ type Outcome struct {
 	Stats workloads.Stats
 	// Report lists the report's files.
 	Report reports.Files
+	// Judgement is the run's verdict, its exit code and, with
+	// Options.Expected, whether it reproduced the expectation: decided once,
+	// here, and shown as is by the report (index.html, results.json,
+	// junit.xml), the command line and the matrix.
+	Judgement reports.Judgement
 }
 
-// Run executes plan and returns its outcome. An error wrapping ErrPlan is
-// bad input; any other error is a failure of the harness. When the run got
-// far enough to record anything, the outcome is returned with the error
-// and the report directory holds what was recorded.
+// Run executes plan and returns its outcome. An error wrapping ErrInput
+// (ErrPlan) is bad input; any other error is a failure of the harness. When
+// the run got far enough to make its directory, the outcome is returned
+// with the error (its Judgement.ExitCode is the error's) and the report
+// directory holds what was recorded.
 func Run(ctx context.Context, plan Plan, opts Options) (*Outcome, error) {
 	plan = plan.withDefaults()
 	if err := plan.Validate(); err != nil {
@@ -97,9 +113,7 @@ func Run(ctx context.Context, plan Plan, opts Options) (*Outcome, error) {
 	if err := r.makeDir(); err != nil {
 		return nil, err
 	}
-	err := r.execute(ctx)
-	out := r.finish(err)
-	return out, err
+	return r.finish(r.execute(ctx))
 }
 
 type run struct {
@@ -107,9 +121,17 @@ type run struct {
 	opts  Options
 	log   *slog.Logger
 	began time.Time
-	dir   string
+	// elapsed, when set, is how long the run took (Analyze: the stored
+	// run's); otherwise it is measured from began once the check is done.
+	elapsed time.Duration
+	dir     string
 
 	cluster *cluster.Cluster
+	// access is how the run logged in (the plan's, or an external
+	// deployment's), for the report: it names secrets, never holds them.
+	access *access.Config
+	// version is what the servers run ("valkey 8.0.1"), for the report.
+	version string
 	// logs are the Redis logs when there is no cluster to ask (Analyze).
 	logs    map[string]string
 	clock   *history.Clock
@@ -148,20 +170,34 @@ func (r *run) makeDir() error {
 
 func (r *run) execute(ctx context.Context) (err error) {
 	p := r.plan
-	provider, err := newProvider(ctx, p)
+	provider, acc, err := newProvider(ctx, p)
 	if err != nil {
 		return err
 	}
-	r.log.Info("starting cluster", "topology", p.Topology.String(), "provider", p.Provider)
+	r.access = acc
+	// Plan.Validate had no provider to ask: check the faults against what
+	// this one can do before anything starts.
+	if err := p.nemesisPlan().Validate(p.nemesisSetup(provider)); err != nil {
+		return errors.Join(fmt.Errorf("%w: faults: %w", ErrPlan, err), provider.Close())
+	}
+	r.log.Info("starting cluster", "topology", p.Topology.String(), "provider", p.Provider, "access", acc.String())
 	c, err := cluster.Start(ctx, cluster.Spec{
 		Topology: p.Topology, Clients: p.Workload.Clients, Persistence: p.Persistence,
-		Clock: p.needsNodeClock(), Dir: filepath.Join(r.dir, "cluster"), Provider: provider,
-		APIAddr: r.opts.ToxiproxyAPI,
+		Clock: p.nemesisPlan().NeedsNodeClock(), Dir: filepath.Join(r.dir, "cluster"), Provider: provider,
+		APIAddr: r.opts.ToxiproxyAPI, Access: acc, ClientACL: variants.ACL(workloads.DefaultKeyPrefix),
+		Server: p.Server, NodeArgs: p.nodeArgs(), DownAfter: p.span(p.SentinelDownAfter),
 	})
 	if err != nil {
-		return fmt.Errorf("start cluster %s: %w", p.Topology, err)
+		return accessErr(fmt.Errorf("start cluster %s: %w", p.Topology, err))
 	}
 	r.cluster = c
+	if r.version, err = c.Version(ctx); err != nil {
+		r.log.Warn("server version", "err", err)
+	}
+	if p.Server != "" && p.Provider == "external" && !strings.HasPrefix(r.version, p.Server.Name()+" ") {
+		_ = c.Close()
+		return fmt.Errorf("%w: the plan asks for %s, but the external deployment runs %s", ErrPlan, p.Server.Name(), r.version)
+	}
 	if a := c.APIAddr(); a != "" {
 		r.log.Info("toxiproxy API", "addr", "http://"+a+"/proxies")
 	}
@@ -171,13 +207,18 @@ func (r *run) execute(ctx context.Context) (err error) {
 		}
 	}()
 
+	// Every client must be able to log in before a fault runs: bad
+	// credentials are an error naming the node, not a history of failures.
+	if err := c.CheckClients(ctx); err != nil {
+		return accessErr(err)
+	}
 	specs := make([]json.RawMessage, p.Workload.Clients)
 	for i := range specs {
 		view, verr := c.ClientView(i)
 		if verr != nil {
 			return verr
 		}
-		if specs[i], err = clientLockSpec(p.lockSpec(), view, p.readTimeout()); err != nil {
+		if specs[i], err = clientLockSpec(p.clientLockSpec(i), view, p.readTimeout(), p.Lock.Discovery); err != nil {
 			return err
 		}
 	}
@@ -186,10 +227,10 @@ func (r *run) execute(ctx context.Context) (err error) {
 		return fmt.Errorf("%w: workload: %w", ErrPlan, err)
 	}
 
-	r.oracle = newOracle()
-	rec, err := history.CreateFile(filepath.Join(r.dir, "history.jsonl"), history.RecorderOptions{
-		KeepOps: true, Observe: r.oracle.observe,
-	})
+	r.oracle = newOracle(p.checkConfig())
+	// The history is not kept in memory: it is on disk, and read back to
+	// be checked when the run ends.
+	rec, err := history.CreateFile(filepath.Join(r.dir, reports.HistoryFile), history.RecorderOptions{Observe: r.oracle.observe})
 	if err != nil {
 		return fmt.Errorf("history: %w", err)
 	}
@@ -207,7 +248,7 @@ func (r *run) execute(ctx context.Context) (err error) {
 	r.clock = history.NewClock()
 	r.started = time.Now()
 	var resource *workloads.Resource
-	if cfg.Kind != workloads.Mutex {
+	if cfg.Kind != workloads.Mutex && cfg.Kind != workloads.Latch {
 		if resource, err = workloads.NewResource(r.clock, rec, true); err != nil {
 			return err
 		}
@@ -226,10 +267,10 @@ func (r *run) execute(ctx context.Context) (err error) {
 	defer stopNemesis()
 	nemesisDone := make(chan error, 1)
 	go func() {
+		setup := p.nemesisSetup(provider)
 		nemesisDone <- nemesis.Run(nctx, p.nemesisPlan(), nemesis.Env{
 			Cluster: c, Clients: clientControls{wl}, Oracle: r.oracle, Clock: r.clock,
-			NodeClock: p.needsNodeClock(), ClientMode: p.nemesisSetup().ClientMode,
-			Refuses: providerRefuses(p),
+			NodeClock: setup.NodeClock, ClientMode: setup.ClientMode,
 		}, rec)
 	}()
 
@@ -263,47 +304,72 @@ func (r *run) note(msg string) {
 	_, _ = r.rec.Record(history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.Message, Value: msg, Time: r.clock.Now()})
 }
 
-// finish closes the history, checks it and writes the report, whatever
-// happened before.
-func (r *run) finish(runErr error) *Outcome {
+// finish closes the history, checks it, judges the run and writes the
+// report, whatever happened before; it returns the run's outcome and error.
+// A recorded history the checkers refuse is the harness's own (a bug), so
+// the run fails; the report still shows what was recorded.
+func (r *run) finish(runErr error) (*Outcome, error) {
 	var checkErr string
 	if r.rec == nil {
 		checkErr = fmt.Sprintf("the run failed before it recorded anything: %v", runErr)
 	} else {
 		if err := r.rec.Close(); err != nil {
 			r.log.Error("history file incomplete", "err", err)
+			checkErr = fmt.Sprintf("the history could not be written in full, so it was not checked: %v", err)
+		} else if r.ops, err = history.ReadFile(filepath.Join(r.dir, reports.HistoryFile)); err != nil {
+			checkErr = fmt.Sprintf("the history written by this run could not be read back: %v", err)
 		}
-		r.ops = r.rec.Ops()
-	}
-	return r.checkAndReport(runErr, checkErr)
-}
-
-// checkAndReport checks r.ops, unless checkErr already says why they
-// cannot be, and writes the report: the end of Run, and all of Analyze.
-func (r *run) checkAndReport(runErr error, checkErr string) *Outcome {
-	out := &Outcome{Dir: r.dir, Plan: r.plan, Started: r.started, Interrupted: r.interrupted, FirstAnomaly: -1, Stats: r.stats}
-	defer func() { out.Elapsed = time.Since(r.began) }()
-	if checkErr == "" {
-		if res, err := checker.Check(r.ops, r.plan.checkConfig()); err != nil {
-			checkErr = err.Error()
-			r.log.Error("check", "err", err)
-		} else {
-			r.result, out.Result = res, res
-			for _, a := range res.Anomalies {
-				if d := time.Duration(a.At); out.FirstAnomaly < 0 || d < out.FirstAnomaly {
-					out.FirstAnomaly = d
+		if checkErr == "" {
+			if err := r.check(); err != nil {
+				r.log.Error("check", "err", err)
+				checkErr = err.Error()
+				if runErr == nil {
+					runErr = fmt.Errorf("the recorded history breaks the checkers' contract (a harness bug): %w", err)
 				}
 			}
 		}
 	}
-	if runErr != nil && checkErr == "" && r.result == nil {
-		checkErr = runErr.Error()
-	}
-	files, err := r.writeReport(checkErr)
+	out := r.outcome(runErr)
+	files, err := r.writeReport(r.dir, out, checkErr)
 	out.Report = files
 	if err != nil {
 		r.log.Error("report", "err", err)
 	}
+	return out, runErr
+}
+
+// check runs the checkers on r.ops: r.result, or the error of a history
+// that breaks the checkers' contract.
+func (r *run) check() error {
+	res, err := checker.Check(r.ops, r.plan.checkConfig())
+	if err != nil {
+		return err
+	}
+	r.result = res
+	return nil
+}
+
+// outcome is the run's outcome once its history is checked (or could not
+// be), judged: the end of Run, and of Analyze.
+func (r *run) outcome(runErr error) *Outcome {
+	if r.elapsed == 0 {
+		r.elapsed = time.Since(r.began)
+	}
+	out := &Outcome{
+		Dir: r.dir, Plan: r.plan, Result: r.result, Started: r.started, Elapsed: r.elapsed,
+		Interrupted: r.interrupted, FirstAnomaly: -1, Stats: r.stats,
+	}
+	if r.result != nil {
+		for _, a := range r.result.Anomalies {
+			if d := time.Duration(a.At); out.FirstAnomaly < 0 || d < out.FirstAnomaly {
+				out.FirstAnomaly = d
+			}
+		}
+	}
+	out.Judgement = judge(r.opts.Expected, judged{
+		result: r.result, err: runErr, interrupted: r.interrupted,
+		elapsed: r.elapsed, faults: len(r.plan.Faults) > 0,
+	})
 	return out
 }
 
@@ -321,8 +387,6 @@ func (r *run) reportStatus(done <-chan struct{}) (stop func()) {
 		defer tick.Stop()
 		var lastOps int64
 		lastT := time.Now()
-		lastCheck := time.Time{}
-		anomalies := 0
 		limit := r.plan.span(r.plan.TimeLimit)
 		for {
 			select {
@@ -334,31 +398,14 @@ func (r *run) reportStatus(done <-chan struct{}) (stop func()) {
 				n := r.rec.Len()
 				rate := float64(n-lastOps) / now.Sub(lastT).Seconds()
 				lastOps, lastT = n, now
-				if now.Sub(lastCheck) >= time.Second {
-					lastCheck = now
-					anomalies = r.liveAnomalies()
-				}
 				r.opts.Status(Status{
 					Elapsed: time.Since(r.started), Limit: limit, Ops: n, OpsPerSecond: rate,
-					Grants: r.oracle.grants(), ActiveFaults: r.oracle.tracker.ActiveFaults(), Anomalies: anomalies,
+					Grants: r.oracle.grants(), ActiveFaults: r.oracle.tracker.ActiveFaults(), Anomalies: r.oracle.mutex.Anomalies(),
 				})
 			}
 		}
 	}()
 	return func() { close(quit); wg.Wait() }
-}
-
-// liveAnomalies runs the mutual-exclusion checker on what was recorded so
-// far: cheap (well under a second for a million ops), and what a person
-// watching a run wants to see first.
-func (r *run) liveAnomalies() int {
-	cfg := r.plan.checkConfig()
-	cfg.Skip = []string{checker.Linearizability, checker.Fencing, checker.StaleWrites, checker.LostUpdates, checker.Liveness}
-	res, err := checker.Check(r.rec.Ops(), cfg)
-	if err != nil {
-		return 0
-	}
-	return len(res.Anomalies)
 }
 
 // clientControls gives the nemesis the workload's clients.
@@ -400,28 +447,31 @@ func (c clientControls) do(i int, f func(*workloads.Client) error) error {
 	return f(cl)
 }
 
-// oracle answers the nemesis's questions about the live history.
+// oracle answers the nemesis's questions about the live history, and
+// counts the double grants so far for the status line.
 type oracle struct {
 	tracker *history.Tracker
+	mutex   *checker.MutexMonitor
 	mu      sync.Mutex
-	waiters map[string][]chan int
+	waiters map[string][]chan nemesis.Grant
 	granted int64
 }
 
-func newOracle() *oracle {
-	return &oracle{tracker: history.NewTracker(), waiters: map[string][]chan int{}}
+func newOracle(cfg checker.Config) *oracle {
+	return &oracle{tracker: history.NewTracker(), mutex: checker.NewMutexMonitor(cfg), waiters: map[string][]chan nemesis.Grant{}}
 }
 
 // observe runs under the recorder's lock: it must stay quick.
 func (o *oracle) observe(op history.Op) {
 	o.tracker.Observe(op)
+	o.mutex.Observe(op)
 	if op.IsNemesis() || op.F != history.Acquire || op.Type != history.OK {
 		return
 	}
 	o.mu.Lock()
 	o.granted++
 	for _, ch := range o.waiters[op.Key] {
-		ch <- op.Client
+		ch <- nemesis.Grant{Client: op.Client, Value: op.Value}
 	}
 	delete(o.waiters, op.Key)
 	o.mu.Unlock()
@@ -433,67 +483,60 @@ func (o *oracle) grants() int64 {
 	return o.granted
 }
 
-func (o *oracle) Holder(key string) (int, bool) {
+func (o *oracle) Holder(key string) (nemesis.Grant, bool) {
 	h, ok := o.tracker.Holder(key)
-	return h.Client, ok
+	return nemesis.Grant{Client: h.Client, Value: h.Value}, ok
 }
 
-func (o *oracle) WaitGrant(ctx context.Context, key string) (int, error) {
-	ch := make(chan int, 1)
+func (o *oracle) WaitGrant(ctx context.Context, key string) (nemesis.Grant, error) {
+	ch := make(chan nemesis.Grant, 1)
 	o.mu.Lock()
 	o.waiters[key] = append(o.waiters[key], ch)
 	o.mu.Unlock()
 	select {
-	case c := <-ch:
-		return c, nil
+	case g := <-ch:
+		return g, nil
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		return nemesis.Grant{}, ctx.Err()
 	}
 }
 
-// newProvider makes the cluster provider the plan names (nil: process).
-func newProvider(ctx context.Context, p Plan) (cluster.Provider, error) {
+// newProvider builds the cluster provider the plan names, and says how to
+// log in to its servers: the plan's access, else an external deployment's
+// own. Building one starts no server; a provider the cluster does not take
+// is closed by the caller.
+func newProvider(ctx context.Context, p Plan) (cluster.Provider, *access.Config, error) {
 	switch p.Provider {
 	case "docker":
-		prov, err := cluster.NewDockerProvider(ctx, cluster.DockerOptions{Image: os.Getenv("TUMBLER_REDIS_IMAGE")})
+		prov, err := cluster.NewDockerProvider(ctx, cluster.DockerOptions{Server: p.Server, Image: os.Getenv(cluster.ImageEnv(p.Server))})
 		if err != nil {
-			return nil, fmt.Errorf("docker provider: %w", err)
+			return nil, nil, fmt.Errorf("docker provider: %w", err)
 		}
-		return prov, nil
+		return prov, p.Access, nil
 	case "external":
 		cfg, err := cluster.LoadExternalConfig(p.External)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrPlan, err)
+			return nil, nil, fmt.Errorf("%w: %w", ErrPlan, err)
 		}
 		if cfg.Topology != p.Topology {
-			return nil, fmt.Errorf("%w: the plan's topology %s is not the external deployment's %s (%s)", ErrPlan, p.Topology, cfg.Topology, p.External)
+			return nil, nil, fmt.Errorf("%w: it needs topology %s, and the external deployment (%s) is %s", ErrPlan, p.Topology, p.External, cfg.Topology)
 		}
-		return cluster.NewExternalProvider(cfg)
+		prov, err := cluster.NewExternalProvider(cfg)
+		acc := p.Access
+		if acc == nil {
+			acc = cfg.Access
+		}
+		return prov, acc, err
 	}
-	return nil, nil
+	prov, err := cluster.NewProcessProvider()
+	return prov, p.Access, err
 }
 
-// providerRefuses lists the faults a provider cannot take, so a plan is
-// refused before anything starts (the provider refuses at run time too).
-// An external deployment takes only the faults it has hooks for.
-func providerRefuses(p Plan) []nemesis.Kind {
-	if p.Provider != "external" {
-		return nil
+// accessErr makes refused credentials bad input rather than a failure of
+// the harness.
+func accessErr(err error) error {
+	if errors.Is(err, cluster.ErrAccess) {
+		return fmt.Errorf("%w: %w", ErrPlan, err)
 	}
-	cfg, err := cluster.LoadExternalConfig(p.External)
-	if err != nil {
-		return nil // newProvider reports the error
-	}
-	h := cfg.Hooks
-	var out []nemesis.Kind
-	if h.Kill == "" || h.Start == "" {
-		out = append(out, nemesis.Kill, nemesis.Restart)
-	}
-	if h.Pause == "" || h.Resume == "" {
-		out = append(out, nemesis.Pause)
-	}
-	if h.Clock == "" {
-		out = append(out, nemesis.Clock)
-	}
-	return out
+	return err
 }

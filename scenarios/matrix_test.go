@@ -28,14 +28,18 @@ func doubleGrant() *checker.Result {
 	}
 }
 
-// TestJudge: a run matches when its verdict meets the expectation, and
-// not when it was slow, interrupted or failed, each saying why.
-func TestJudge(t *testing.T) {
+// TestSeedRunOf: a row's run as reproduce and the matrix show it is the
+// run engine's judgement, taken as is — never judged again — and
+// Describe says it in a sentence.
+func TestSeedRunOf(t *testing.T) {
 	s := invalidRow()
-	out := &runner.Outcome{Dir: "d", Result: doubleGrant(), Elapsed: 12 * time.Second}
-	j := Judge(s, 4, out, nil)
+	rep := &reports.Reproduction{Expected: s.Expect, Observed: checker.Invalid, Reproduced: true,
+		Why: "invalid as expected: double-grant at 3.420 s", FirstAnomaly: 3_420_000_000, Faults: []string{"f1"}}
+	out := &runner.Outcome{Dir: "d", Result: doubleGrant(), Elapsed: 12 * time.Second,
+		Judgement: reports.Judgement{Verdict: checker.Invalid, ExitCode: runner.ExitInvalid, Expected: rep}}
+	j := SeedRunOf(4, out, nil)
 	if !j.Matched || j.Seed != 4 || j.Observed != checker.Invalid || j.FirstAnomaly != 3_420_000_000 || j.ReportDir != "d" ||
-		len(j.Faults) != 1 || j.Faults[0].Desc != "restart n1 empty" {
+		j.Elapsed != 12*time.Second || j.Why != rep.Why || len(j.Faults) != 1 || j.Faults[0].Desc != "restart n1 empty" {
 		t.Fatalf("matching run: %+v", j)
 	}
 	line := Describe(s, j)
@@ -45,55 +49,27 @@ func TestJudge(t *testing.T) {
 		}
 	}
 
-	slow := *out
-	slow.Elapsed = MaxRunTime + time.Second
-	if j := Judge(s, 4, &slow, nil); j.Matched || !strings.Contains(j.Why, "30s") || j.Observed != checker.Invalid {
-		t.Fatalf("slow run: %+v", j)
-	}
+	// The same checked result, judged not reproduced (the engine saw the
+	// run interrupted): the matrix says what the engine said.
 	cut := *out
 	cut.Interrupted = true
-	if j := Judge(s, 4, &cut, nil); j.Matched || !strings.Contains(j.Why, "interrupted") {
-		t.Fatalf("interrupted run: %+v", j)
+	cutRep := *rep
+	cutRep.Reproduced, cutRep.Why = false, "interrupted before its time limit: "+rep.Why
+	cut.Judgement.Expected = &cutRep
+	j = SeedRunOf(4, &cut, nil)
+	if j.Matched || j.Why != cutRep.Why || j.Error != "" || !strings.Contains(Describe(s, j), "NOT reproduced") {
+		t.Fatalf("run judged not reproduced: %+v / %s", j, Describe(s, j))
 	}
-	valid := *out
-	valid.Result = &checker.Result{Verdict: checker.Valid}
-	j = Judge(s, 4, &valid, nil)
-	if j.Matched || j.Error != "" || !strings.Contains(Describe(s, j), "NOT reproduced") {
-		t.Fatalf("valid run of an invalid row: %+v / %s", j, Describe(s, j))
-	}
-	j = Judge(s, 4, nil, errors.New("redis-server not found"))
+
+	j = SeedRunOf(4, nil, errors.New("redis-server not found"))
 	if j.Matched || j.Error == "" || j.Observed != "" || !strings.Contains(Describe(s, j), "redis-server not found") {
 		t.Fatalf("failed run: %+v", j)
 	}
-	withFaults := invalidRow()
-	withFaults.Plan.Faults = []nemesis.Step{{Fault: nemesis.Restart, Nodes: []string{"n1"}}}
-	unnamed := *out
-	unnamed.Result = doubleGrant()
-	unnamed.Result.Anomalies[0].Faults = nil
-	if j := Judge(withFaults, 4, &unnamed, nil); j.Matched || !strings.Contains(j.Why, "names no fault") {
-		t.Fatalf("an anomaly tied to no fault in a row with faults: %+v", j)
-	}
-	if j := Judge(withFaults, 4, out, nil); !j.Matched {
-		t.Fatalf("an anomaly tied to its fault: %+v", j)
-	}
-	// A valid row whose fault did nothing shows nothing.
-	validRow := Scenario{Name: "vrow", Expect: reports.Expectation{Verdict: checker.Valid}}
-	validRow.Plan.Faults = []nemesis.Step{{Fault: nemesis.StepPause, Clients: []int{0}}}
-	for name, tc := range map[string]struct {
-		w    checker.FaultWindow
-		want string // "" for a match
-	}{
-		"fired":   {checker.FaultWindow{ID: "f1", Kind: string(nemesis.StepPause), Arms: true, Fired: 1}, ""},
-		"unfired": {checker.FaultWindow{ID: "f1", Kind: string(nemesis.StepPause), Arms: true, Desc: "arm client 0"}, "f1 (arm client 0) was idle: no client reached the armed step"},
-		"skipped": {checker.FaultWindow{ID: "f1", Kind: string(nemesis.Restart), Desc: "restart n1", Skipped: true}, "f1 (restart n1) was idle: skipped"},
-		"a pause": {checker.FaultWindow{ID: "f1", Kind: string(nemesis.ClientPause), Desc: "pause client 0"}, ""},
-	} {
-		run := *out
-		run.Result = &checker.Result{Verdict: checker.Valid, Faults: []checker.FaultWindow{tc.w}}
-		j := Judge(validRow, 4, &run, nil)
-		if j.Matched != (tc.want == "") || !strings.Contains(j.Why, tc.want) {
-			t.Errorf("%s: matched %v, why %q; want %q", name, j.Matched, j.Why, tc.want)
-		}
+	// A run without an expectation was not judged against one: no match.
+	bare := *out
+	bare.Judgement.Expected = nil
+	if j := SeedRunOf(4, &bare, nil); j.Matched || j.Error == "" {
+		t.Fatalf("unjudged run: %+v", j)
 	}
 
 	s.NotReproduced = "flaky on 2 of 10 seeds"
@@ -150,7 +126,7 @@ func TestRunMatrixShard(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || len(m.Rows) != 0 {
 		t.Fatalf("cancelled: %v, %+v", err, m)
 	}
-	if _, err := RunMatrix(context.Background(), []Scenario{s}, []int64{1}, &reports.Shard{Index: 3, Count: 2}, runner.Options{}, nil); !errors.Is(err, runner.ErrPlan) {
+	if _, err := RunMatrix(context.Background(), []Scenario{s}, []int64{1}, &reports.Shard{Index: 3, Count: 2}, runner.Options{}, nil); !errors.Is(err, runner.ErrInput) {
 		t.Fatalf("impossible shard: %v", err)
 	}
 	// Two shards of one row on one seed: the second has nothing to run.

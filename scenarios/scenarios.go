@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -83,6 +84,11 @@ var tableOrder = []string{
 	"watchdog-gc-pause", "reentrant-contention", "recipe-setnx-expire-crash", "recipe-setnx-del-slow",
 	"recipe-check-then-del", "recipe-getset-skew", "recipe-lua-timestamp-skew", "recipe-timer-renew",
 	"redsync-restart-empty", "redsync-setnx-on-extend",
+	"rwlock-baseline", "rwlock-failover", "rwlock-reader-lease-cut", "fairlock-baseline", "fairlock-waiter-pause",
+	"fairlock-failover", "multilock-node-down", "redisson-redlock-pause-during-acquire",
+	"redisson-redlock-replicated-failover", "semaphore-baseline", "semaphore-failover",
+	"permit-expirable-semaphore-gc-pause", "latch-baseline", "latch-failover",
+	"single-failover-fixed", "single-failover-wait-fixed", "sentinel-split-brain", "sentinel-split-brain-min-replicas",
 }
 
 // All returns every catalog row in the catalog's order.
@@ -153,4 +159,32 @@ func (s Scenario) PlanFor(seed int64) runner.Plan {
 func (s Scenario) Expected() *reports.Expectation {
 	e := s.Expect
 	return &e
+}
+
+// ErrRefused is wrapped by On's error for a row its target cannot run (as
+// opposed to a target that is wrong whatever the row).
+var ErrRefused = errors.New("refused")
+
+// On is the row moved onto a target — another provider, an external
+// deployment, Valkey, credentials — or an error saying why not: a bad
+// target (runner.Target.Apply), or a row the target cannot run
+// (runner.Runnable), which wraps ErrRefused. Both wrap runner.ErrPlan.
+func (s Scenario) On(t runner.Target) (Scenario, error) {
+	p, err := t.Apply(s.Plan)
+	if err != nil {
+		return Scenario{}, err
+	}
+	if err := runner.Runnable(s.with(p).PlanFor(s.Plan.Seed)); err != nil {
+		where := p.Provider
+		if where == "" {
+			where = "process"
+		}
+		return Scenario{}, fmt.Errorf("%w: %s cannot run on the %s provider: %w", ErrRefused, s.Name, where, err)
+	}
+	return s.with(p), nil
+}
+
+func (s Scenario) with(p runner.Plan) Scenario {
+	s.Plan = p
+	return s
 }

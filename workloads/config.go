@@ -24,7 +24,25 @@ const (
 	// Counter: inside the critical section, read the Resource's value, hold,
 	// write value+1; lost increments show a double grant as users feel it.
 	Counter Kind = "counter"
+	// Latch: rounds of a count-down latch (Config.Latch): client 0 sets the
+	// round's latch, the counters count it down, the others wait on it.
+	Latch Kind = "latch"
 )
+
+// kinds are the workload kinds, in the order messages list them.
+var kinds = []Kind{Mutex, FencedWrite, Counter, Latch}
+
+// LatchSpec is the latch workload. The run is cut into rounds of Round,
+// the first a quarter of a round after the start (so that every client is
+// up), each with a latch of its own (key i for round i). At a round's start
+// client 0 sets the latch to Count (trySetCount); a tenth of a round later
+// clients 0..Counters−1 each count it down once, after a Hold draw, and
+// every other client waits on it (await) until nine tenths of the round.
+type LatchSpec struct {
+	Count    int           `json:"count"`
+	Counters int           `json:"counters"`
+	Round    time.Duration `json:"round"`
+}
 
 // Mode says where clients run.
 type Mode string
@@ -50,6 +68,8 @@ const (
 	// loss signal) and is about to write to the resource. A pause here is
 	// Kleppmann's point: checking the lease first does not help.
 	StepBeforeWrite = "workload:before-write"
+	// StepBeforeCountDown: a latch counter is about to count down.
+	StepBeforeCountDown = "workload:before-count-down"
 )
 
 // Range is a closed interval of durations; a value is drawn uniformly.
@@ -130,8 +150,22 @@ type Config struct {
 	// (ErrNotObtained, once the retry strategy gives up or AcquireTimeout
 	// ends it), and the client skips the critical section and releases what
 	// it did obtain.
-	Nest  int        `json:"nest,omitempty"`
-	Crash *CrashSpec `json:"crash,omitempty"`
+	Nest int `json:"nest,omitempty"`
+	// ReadFraction is the share of cycles a client takes a read-write
+	// lock's read lock, in [0, 1]; the others take its write lock. A read
+	// cycle only holds: readers must not change the resource. Ignored by
+	// other locks.
+	ReadFraction float64 `json:"read_fraction,omitempty"`
+	// ClientReadFraction, when set, is each client's own ReadFraction, by
+	// client number (a client that only reads, one that only writes).
+	ClientReadFraction []float64 `json:"client_read_fraction,omitempty"`
+	// Latch is the latch workload's shape (Kind Latch only).
+	Latch *LatchSpec `json:"latch,omitempty"`
+	// InitEachCycle: a client sets a semaphore up (trySetPermits) before
+	// every acquire, as Redisson's examples do — it is a no-op while the
+	// semaphore exists — instead of once when it first uses it.
+	InitEachCycle bool       `json:"init_each_cycle,omitempty"`
+	Crash         *CrashSpec `json:"crash,omitempty"`
 	// RestartDelay is how long a crashed client stays down.
 	RestartDelay time.Duration `json:"restart_delay,omitempty"`
 	// ClockOffset is every client's initial wall-clock offset (read only by
@@ -151,10 +185,13 @@ type Config struct {
 	Seed uint64 `json:"seed,omitempty"`
 }
 
-const (
-	maxClients = 10000
-	maxNest    = 100
-)
+// MaxClients is the most clients a workload runs.
+const MaxClients = 10000
+
+const maxNest = 100
+
+// DefaultKeyPrefix starts every lock key of a workload that names none.
+const DefaultKeyPrefix = "tumbler:"
 
 // withDefaults returns c with the documented defaults filled in.
 func (c Config) withDefaults() Config {
@@ -162,7 +199,7 @@ func (c Config) withDefaults() Config {
 		c.Mode = InProcess
 	}
 	if c.KeyPrefix == "" {
-		c.KeyPrefix = "tumbler:"
+		c.KeyPrefix = DefaultKeyPrefix
 	}
 	if c.AcquireTimeout == 0 {
 		c.AcquireTimeout = time.Second
@@ -182,19 +219,48 @@ func (c Config) Validate() error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	switch c.Kind {
-	case Mutex, FencedWrite, Counter:
+	case Mutex, FencedWrite, Counter, Latch:
 	case "":
-		bad("workload kind is missing (want %q, %q or %q)", Mutex, FencedWrite, Counter)
+		bad("workload kind is missing (want one of %v)", kinds)
 	default:
-		bad("unknown workload kind %q (want %q, %q or %q)", c.Kind, Mutex, FencedWrite, Counter)
+		bad("unknown workload kind %q (want one of %v)", c.Kind, kinds)
+	}
+	if c.ReadFraction < 0 || c.ReadFraction > 1 {
+		bad("read_fraction = %v, want in [0, 1]", c.ReadFraction)
+	}
+	if n := len(c.ClientReadFraction); n > 0 && n != c.Clients {
+		bad("client_read_fraction has %d fractions for %d clients", n, c.Clients)
+	}
+	for i, f := range c.ClientReadFraction {
+		if f < 0 || f > 1 {
+			bad("client_read_fraction[%d] = %v, want in [0, 1]", i, f)
+		}
+	}
+	switch l := c.Latch; {
+	case c.Kind == Latch && l == nil:
+		bad("the latch workload needs latch: {count, counters, round}")
+	case c.Kind != Latch && l != nil:
+		bad("latch applies only to the latch workload, not %q", c.Kind)
+	case l != nil:
+		if l.Count < 1 {
+			bad("latch.count = %d, want ≥ 1", l.Count)
+		}
+		if l.Counters < 1 || l.Counters >= c.Clients {
+			bad("latch.counters = %d, want 1..%d (at least one client must wait)", l.Counters, c.Clients-1)
+		}
+		if l.Round <= 0 {
+			bad("latch.round = %v, want > 0", l.Round)
+		} else if c.Hold.Max > l.Round*6/10 {
+			bad("hold max %v is over 0.6 of latch.round %v: count-downs must end well inside their round", c.Hold.Max, l.Round)
+		}
 	}
 	switch c.Mode {
 	case InProcess, Processes:
 	default:
 		bad("unknown client mode %q (want %q or %q)", c.Mode, InProcess, Processes)
 	}
-	if c.Clients < 1 || c.Clients > maxClients {
-		bad("clients = %d, want 1..%d", c.Clients, maxClients)
+	if c.Clients < 1 || c.Clients > MaxClients {
+		bad("clients = %d, want 1..%d", c.Clients, MaxClients)
 	}
 	if c.Keys < 1 {
 		bad("keys = %d, want at least 1", c.Keys)
@@ -266,6 +332,14 @@ func (c Config) Validate() error {
 // Key is the name of key i.
 func (c Config) Key(i int) string { return fmt.Sprintf("%s%d", c.withDefaults().KeyPrefix, i) }
 
+// readFraction is client i's share of read cycles.
+func (c Config) readFraction(i int) float64 {
+	if i < len(c.ClientReadFraction) {
+		return c.ClientReadFraction[i]
+	}
+	return c.ReadFraction
+}
+
 // spec returns client i's lock spec.
 func (c Config) spec(i int) json.RawMessage {
 	if len(c.Lock.PerClient) > 0 {
@@ -277,5 +351,9 @@ func (c Config) spec(i int) json.RawMessage {
 // grace bounds how long a cycle started before the time limit may run on.
 func (c Config) grace() time.Duration {
 	n := time.Duration(c.Nest)
-	return n*c.AcquireTimeout + c.Hold.Max + (n+2)*c.OpTimeout + time.Second
+	g := n*c.AcquireTimeout + c.Hold.Max + (n+2)*c.OpTimeout + time.Second
+	if c.Latch != nil {
+		g += c.Latch.Round // the last round may start just before the limit
+	}
+	return g
 }

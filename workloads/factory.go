@@ -9,10 +9,12 @@ import (
 	"github.com/tumbler-dev/tumbler/lock"
 )
 
-// Factory makes one client's lock on key. The workload passes extra options
-// (its renewal observer, step hook, wall clock and retry strategy), which the
-// factory must apply after its own.
-type Factory func(key string, opts ...lock.Option) (lock.Locker, error)
+// Factory makes one client's lock on key: a lock.Locker, or a sibling of
+// package lock (lock.ReadWriteLocker, lock.Semaphore, lock.Latch), which
+// the workload drives as its kind says. The workload passes extra options
+// (its renewal and queue observers, step hook, wall clock and retry
+// strategy), which the factory must apply after its own.
+type Factory func(key string, opts ...lock.Option) (lock.Primitive, error)
 
 // Builder turns one client's lock spec (LockSpec.Spec or PerClient[i]) into
 // its Factory. close, which may be nil, releases what the factory holds

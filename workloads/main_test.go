@@ -38,6 +38,7 @@ type testSpec struct {
 	Inner         string        `json:"inner,omitempty"` // the lock a "watchdog" renews
 	TTL           time.Duration `json:"ttl"`
 	SetNXOnExtend bool          `json:"setnx_on_extend,omitempty"`
+	Permits       int           `json:"permits,omitempty"`
 	// WallValue makes owner values start with the client's wall clock in
 	// Unix milliseconds, so the history shows which clock the lock read.
 	WallValue bool `json:"wall_value,omitempty"`
@@ -57,12 +58,12 @@ func buildTest(raw json.RawMessage) (workloads.Factory, func() error, error) {
 	if s.Addr == "" {
 		return nil, nil, fmt.Errorf("test lock spec has no addr")
 	}
-	vs := variants.Spec{Variant: cmp.Or(s.Variant, "single"), Inner: s.Inner, TTL: s.TTL, SetNXOnExtend: s.SetNXOnExtend}
+	vs := variants.Spec{Variant: cmp.Or(s.Variant, "single"), Inner: s.Inner, TTL: s.TTL, SetNXOnExtend: s.SetNXOnExtend, Permits: s.Permits}
 	if err := vs.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("test lock spec: %w", err)
 	}
 	c := lock.NewClient(s.Addr)
-	f := func(key string, opts ...lock.Option) (lock.Locker, error) {
+	f := func(key string, opts ...lock.Option) (lock.Primitive, error) {
 		if s.WallValue {
 			var o lock.Options
 			if err := lock.Apply(&o, opts); err != nil {
@@ -73,7 +74,7 @@ func buildTest(raw json.RawMessage) (workloads.Factory, func() error, error) {
 				return fmt.Sprintf("%d-%s", wall().UnixMilli(), lock.RandomValue())
 			}))
 		}
-		return variants.Build(vs, []redis.UniversalClient{c}, key, opts...)
+		return variants.BuildPrimitive(vs, []redis.UniversalClient{c}, key, opts...)
 	}
 	return f, c.Close, nil
 }

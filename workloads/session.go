@@ -53,9 +53,14 @@ type session struct {
 	rngMu sync.Mutex
 	rng   *rand.Rand
 
-	keys    []string
-	lockers map[string]lock.Locker
-	seq     int64 // fenced-write sequence number
+	keys  []string
+	prims map[string]lock.Primitive
+	// inited: the semaphores set up once already (InitEachCycle).
+	inited map[string]bool
+	seq    int64 // fenced-write sequence number
+	// mode is the current cycle's mode on a read-write lock ("" otherwise):
+	// the acquire, release and extend ops carry it.
+	mode string
 
 	leaseMu sync.Mutex
 	lease   lock.Lease // the held lease, as renewals last updated it
@@ -65,8 +70,9 @@ func newSession(cfg Config, client int, proc history.Process, clock *history.Clo
 	s := &session{
 		cfg: cfg, client: client, proc: proc, clock: clock, wall: wall, out: out, factory: f,
 		deadline: deadline, ops: ops, crashes: crashes,
-		rng:     rand.New(rand.NewPCG(cfg.Seed, uint64(proc))),
-		lockers: map[string]lock.Locker{},
+		rng:    rand.New(rand.NewPCG(cfg.Seed, uint64(proc))),
+		prims:  map[string]lock.Primitive{},
+		inited: map[string]bool{},
 	}
 	for i := 0; i < cfg.Keys; i++ {
 		s.keys = append(s.keys, cfg.Key(i))
@@ -78,6 +84,9 @@ func newSession(cfg Config, client int, proc history.Process, clock *history.Clo
 // It returns an error only when the client cannot work at all (a factory
 // that refuses the key); lock and resource failures are history, not errors.
 func (s *session) run(ctx context.Context) error {
+	if s.cfg.Kind == Latch {
+		return s.runLatch(ctx)
+	}
 	start := time.Now()
 	var issued int64 // ops issued by this session, for the rate limit
 	for {
@@ -90,11 +99,12 @@ func (s *session) run(ctx context.Context) error {
 		if s.cfg.Rate > 0 && !s.sleepUntil(ctx, start.Add(time.Duration(float64(issued)/s.cfg.Rate*float64(time.Second)))) {
 			return nil
 		}
-		l, err := s.locker(s.keys[s.intn(len(s.keys))])
+		l, err := s.locker(ctx, s.keys[s.intn(len(s.keys))])
 		if err != nil {
 			return err
 		}
 		issued += s.cycle(ctx, l)
+		s.mode = ""
 		if s.out.dead() {
 			return errCrashed
 		}
@@ -104,25 +114,93 @@ func (s *session) run(ctx context.Context) error {
 	}
 }
 
-func (s *session) locker(key string) (lock.Locker, error) {
-	if l := s.lockers[key]; l != nil {
-		return l, nil
+// primitive is the client's lock on key, built on first use. A semaphore
+// is set up then (its init is recorded).
+func (s *session) primitive(ctx context.Context, key string) (lock.Primitive, error) {
+	if p := s.prims[key]; p != nil {
+		return p, nil
 	}
 	// The hook is always there: a step can be armed at any time.
-	opts := []lock.Option{lock.WithRenewObserver(s.observer(key)), lock.WithWallClock(s.wall.Now), lock.WithHook(s.hook(key))}
+	opts := []lock.Option{lock.WithRenewObserver(s.observer(key)), lock.WithQueueObserver(s.queueObserver(key)),
+		lock.WithWallClock(s.wall.Now), lock.WithHook(s.hook(key))}
 	if s.cfg.Retry != nil {
 		opts = append(opts, lock.WithRetry(*s.cfg.Retry))
 	}
-	l, err := s.factory(key, opts...)
+	p, err := s.factory(key, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("client %d: lock on %q: %w", s.client, key, err)
 	}
-	if l == nil {
+	if p == nil {
 		return nil, fmt.Errorf("client %d: lock factory returned no lock for %q", s.client, key)
 	}
-	s.lockers[key] = l
-	return l, nil
+	if sem, ok := p.(lock.Semaphore); ok {
+		s.initSemaphore(ctx, sem)
+	}
+	s.prims[key] = p
+	return p, nil
 }
+
+// locker is the Locker of this cycle on key: the lock itself, one mode of
+// a read-write lock (drawn with ReadFraction; the cycle records it), or a
+// semaphore's permits driven as a lock. A latch is not driven by cycles.
+func (s *session) locker(ctx context.Context, key string) (lock.Locker, error) {
+	p, err := s.primitive(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	switch l := p.(type) {
+	case lock.Locker:
+		return l, nil
+	case lock.ReadWriteLocker:
+		if s.float() < s.cfg.readFraction(s.client) {
+			s.mode = history.ModeRead
+			return l.ReadLock(), nil
+		}
+		s.mode = history.ModeWrite
+		return l.WriteLock(), nil
+	case lock.Semaphore:
+		if s.cfg.InitEachCycle && s.inited[key] {
+			s.initSemaphore(ctx, l)
+		}
+		s.inited[key] = true
+		return permits{l}, nil
+	}
+	return nil, fmt.Errorf("client %d: the %s workload cannot drive %T on %q (a latch needs the latch workload)", s.client, s.cfg.Kind, p, key)
+}
+
+// permits drives a semaphore's permits as a Locker: a permit is acquired
+// and released like a lock; only a permit with a lease can be extended.
+type permits struct{ lock.Semaphore }
+
+func (p permits) Extend(ctx context.Context, l lock.Lease) (lock.Lease, error) {
+	if e, ok := p.Semaphore.(interface {
+		Extend(context.Context, lock.Lease) (lock.Lease, error)
+	}); ok {
+		return e.Extend(ctx, l)
+	}
+	return lock.Lease{}, fmt.Errorf("%w: %s: a plain semaphore's permits have no lease to extend", lock.ErrNotHeld, p.Key())
+}
+
+// initSemaphore sets the semaphore up (trySetPermits), recorded as an init.
+func (s *session) initSemaphore(ctx context.Context, sem lock.Semaphore) {
+	inv := s.newOp(history.Invoke, history.Init, sem.Key(), lock.Lease{})
+	inv.Value = strconv.Itoa(sem.Permits())
+	s.out.record(inv)
+	ictx, cancel := context.WithTimeout(ctx, s.cfg.OpTimeout)
+	set, err := sem.TrySetPermits(ictx)
+	cancel()
+	s.completeInit(inv, set, err)
+}
+
+func (s *session) completeInit(inv history.Op, set bool, err error) {
+	if err == nil && !set {
+		err = errAlreadySet
+	}
+	s.complete(inv, err)
+}
+
+// errAlreadySet completes an init that found the key set already.
+var errAlreadySet = fmt.Errorf("%w: set up already", lock.ErrNotObtained)
 
 // cycle is one acquire (Nest of them), critical section, release (as
 // many). It returns the number of operations it invoked.
@@ -192,6 +270,12 @@ func (s *session) acquire(ctx context.Context, l lock.Locker) (lock.Lease, bool)
 // resource operations it invoked.
 func (s *session) critical(ctx context.Context, l lock.Locker, lost <-chan struct{}) int64 {
 	key := l.Key()
+	if s.mode == history.ModeRead {
+		// A reader of a read-write lock only holds: readers share the lock,
+		// so they must not change the resource.
+		s.hold(ctx, l, lost)
+		return 0
+	}
 	switch s.cfg.Kind {
 	case FencedWrite:
 		if !s.hold(ctx, l, lost) || !s.mayAct(lost) {
@@ -322,6 +406,10 @@ func (s *session) resource(ctx context.Context, f, key, value string) (history.O
 // newOp stamps an op of this session now; lease fills Token and ValidUntil.
 func (s *session) newOp(t history.Type, f, key string, lease lock.Lease) history.Op {
 	op := history.Op{Process: s.proc, Client: s.client, Type: t, F: f, Key: key, Value: lease.Value, Token: lease.Token}
+	switch f {
+	case history.Acquire, history.Release, history.Extend:
+		op.Mode = s.mode
+	}
 	if !lease.ValidUntil.IsZero() {
 		op.ValidUntil = s.clock.Of(lease.ValidUntil)
 	}
@@ -392,6 +480,31 @@ func (s *session) observer(key string) func(lock.RenewEvent) {
 			op.Error = fmt.Sprintf("lock reported unknown renewal phase %q: %s", ev.Phase, op.Error)
 		}
 		s.out.record(op)
+	}
+}
+
+// queueObserver turns a fair lock's queue events into enqueue and dequeue
+// calls: an invoke stamped when the request went out, and its completion.
+func (s *session) queueObserver(key string) func(lock.QueueEvent) {
+	return func(ev lock.QueueEvent) {
+		f := history.Enqueue
+		if ev.Phase == "left" {
+			f = history.Dequeue
+		}
+		if ev.Key == "" {
+			ev.Key = key
+		}
+		inv := history.Op{Process: s.proc, Client: s.client, Type: history.Invoke, F: f, Key: ev.Key, Value: ev.Owner, Time: s.clock.Of(ev.Invoked)}
+		s.out.record(inv)
+		done := inv
+		done.Type, done.Time = history.OK, s.clock.Of(ev.Returned)
+		switch {
+		case ev.Err != nil:
+			done.Type, done.Error = outcome(ev.Err), ev.Err.Error()
+		case f == history.Enqueue:
+			done.ValidUntil = s.clock.Of(ev.Deadline)
+		}
+		s.out.record(done)
 	}
 }
 

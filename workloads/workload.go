@@ -150,7 +150,7 @@ func (h Harness) check(cfg Config) error {
 		return fmt.Errorf("workload harness has no history clock")
 	case h.Recorder == nil:
 		return fmt.Errorf("workload harness has no recorder")
-	case cfg.Kind != Mutex && h.Resource == nil:
+	case cfg.Kind != Mutex && cfg.Kind != Latch && h.Resource == nil:
 		return fmt.Errorf("workload %q needs a Resource", cfg.Kind)
 	case cfg.Kind == FencedWrite && !h.Resource.Fenced():
 		return fmt.Errorf("workload %q needs a fenced Resource (NewResource(…, fenced=true))", cfg.Kind)

@@ -37,26 +37,11 @@ verdict on every seed.`,
 				if expected == "" {
 					expected = s.Expect.String()
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, lockDesc(s.Plan.Lock), s.Plan.Topology, expected, s.Source, status)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Plan.LockDesc(), s.Plan.Topology, expected, s.Source, status)
 			}
 			return tw.Flush()
 		},
 	}
-}
-
-// lockDesc is a plan's lock in a few words: "watchdog(single)", "single, WAIT 1".
-func lockDesc(l runner.LockPlan) string {
-	d := l.Variant
-	if l.Inner != "" {
-		d += "(" + l.Inner + ")"
-	}
-	if l.WaitReplicas > 0 {
-		d += fmt.Sprintf(", WAIT %d", l.WaitReplicas)
-	}
-	if l.SetNXOnExtend {
-		d += ", SetNXOnExtend"
-	}
-	return d
 }
 
 // rowResult is one run of a row in reproduce --json.
@@ -78,6 +63,7 @@ func (a *app) reproduceCmd() *cobra.Command {
 	var all, asJSON bool
 	var file, store string
 	var seed int64
+	var target targetFlags
 	cmd := &cobra.Command{
 		Use:   "reproduce NAME... | --all | --file ROW.json",
 		Short: "Run catalog rows and say whether each documented failure mode was reproduced",
@@ -87,10 +73,18 @@ plan), and says plainly whether the run gave the documented verdict: the
 anomaly an "invalid" row names, none for a "valid" row. A run slower than 30 s
 or interrupted does not count. Each run writes its report under --store.
 
+--provider, --external, --server and the --auth-*/--tls-* flags run the rows
+where "tumbler run" would: in containers, against your deployment (an
+external configuration), on Valkey, with credentials. A row the target cannot
+run (another topology than the deployment's, a fault it has no hook for) is
+refused before anything runs, with the reason.
+
 Exit codes: 0 when every run matched its row's expectation, 1 when one did not,
-255 when none mismatched but a run failed, 254 bad arguments.`,
+255 when none mismatched but a run failed, 254 bad arguments or a row refused.`,
 		Example: `  tumbler reproduce single-baseline
   tumbler reproduce single-failover redlock-restart-empty --seed 3
+  tumbler reproduce single-failover --provider docker
+  tumbler reproduce redlock-restart-empty --external deploy/external.json --server valkey
   tumbler reproduce --all --json
   tumbler reproduce --file my-row.json`,
 		RunE: func(cmd *cobra.Command, names []string) error {
@@ -118,6 +112,17 @@ Exit codes: 0 when every run matched its row's expectation, 1 when one did not,
 				}
 				rows = append(rows, s)
 			}
+			t, err := target.target()
+			if err != nil {
+				return err
+			}
+			// Every row is moved onto the target first: a row the target
+			// cannot run is refused before anything runs, with the reason.
+			for i, s := range rows {
+				if rows[i], err = s.On(t); err != nil {
+					return failed(err)
+				}
+			}
 			ctx, stop := a.interruptible(cmd.Context())
 			defer stop()
 			var results []rowResult
@@ -133,21 +138,12 @@ Exit codes: 0 when every run matched its row's expectation, 1 when one did not,
 				a.log.Info("reproduce", "scenario", s.Name, "seed", seed, "expected", s.Expect.String())
 				j, out, err := scenarios.Reproduce(ctx, s, seed, opts)
 				a.con.clear()
-				if err != nil && errors.Is(err, runner.ErrPlan) {
+				if err != nil && errors.Is(err, runner.ErrInput) {
 					return failed(err)
 				}
 				mismatch = mismatch || (j.Error == "" && !j.Matched)
 				errored = errored || j.Error != ""
-				r := rowResult{
-					Scenario: s.Name, Seed: seed, Expected: s.Expect.String(), Observed: j.Observed,
-					Matched: j.Matched, Why: j.Why, Faults: j.Comparison.Faults,
-					ElapsedS: j.Elapsed.Seconds(), ReportDir: j.ReportDir, Error: j.Error,
-				}
-				if j.FirstAnomaly >= 0 {
-					sec := float64(j.FirstAnomaly) / 1e9
-					r.FirstAnomaly = &sec
-				}
-				results = append(results, r)
+				results = append(results, rowResultOf(s, j))
 				if !asJSON {
 					a.con.printf("%s\n", scenarios.Describe(s, j))
 					if out != nil && out.Result != nil && out.Report.Has("index.html") {
@@ -171,7 +167,25 @@ Exit codes: 0 when every run matched its row's expectation, 1 when one did not,
 	fs.Int64Var(&seed, "seed", 1, "seed of the run")
 	fs.StringVar(&store, "store", "store", "directory the runs' reports are kept in")
 	fs.BoolVar(&asJSON, "json", false, "print a machine-readable result per run instead of prose")
+	target.bind(fs)
 	return cmd
+}
+
+// rowResultOf is a row's run as reproduce --json prints it.
+func rowResultOf(s scenarios.Scenario, j scenarios.SeedRun) rowResult {
+	r := rowResult{
+		Scenario: s.Name, Seed: j.Seed, Expected: s.Expect.String(), Observed: j.Observed,
+		Matched: j.Matched, Why: j.Why,
+		ElapsedS: j.Elapsed.Seconds(), ReportDir: j.ReportDir, Error: j.Error,
+	}
+	if j.Reproduction != nil {
+		r.Faults = j.Reproduction.Faults
+	}
+	if j.FirstAnomaly >= 0 {
+		sec := float64(j.FirstAnomaly) / 1e9
+		r.FirstAnomaly = &sec
+	}
+	return r
 }
 
 // matchCode is the exit of reproduce and matrix: 1 when a run did not
@@ -179,11 +193,11 @@ Exit codes: 0 when every run matched its row's expectation, 1 when one did not,
 func matchCode(mismatch, errored bool) int {
 	switch {
 	case mismatch:
-		return exitInvalid
+		return runner.ExitInvalid
 	case errored:
-		return exitHarness
+		return runner.ExitHarness
 	}
-	return exitValid
+	return runner.ExitValid
 }
 
 // rowNames parses a comma list of catalog rows.

@@ -162,7 +162,7 @@ func (a *app) interruptible(ctx context.Context) (context.Context, func()) {
 		case <-sigs:
 			a.con.clear()
 			fmt.Fprintln(a.stderr, "tumbler: quit at once: no report; the servers and clients die with tumbler")
-			os.Exit(exitAbort)
+			os.Exit(runner.ExitAbort)
 		case <-done:
 		}
 	}()

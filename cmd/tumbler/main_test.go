@@ -8,14 +8,20 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/tumbler-dev/tumbler/access"
+	"github.com/tumbler-dev/tumbler/audit"
 	"github.com/tumbler-dev/tumbler/checker"
+	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/internal/redistest"
 	"github.com/tumbler-dev/tumbler/reports"
+	"github.com/tumbler-dev/tumbler/runner"
 	"github.com/tumbler-dev/tumbler/scenarios"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
@@ -85,8 +91,13 @@ func TestBadArguments(t *testing.T) {
 		{[]string{"run", "--plan", "/nonexistent/p.json"}, []string{"p.json"}},
 		{[]string{"run", "--client-mode", "threads"}, []string{"--client-mode", "inprocess"}},
 		{[]string{"plan", "--workload", "queue"}, []string{"--workload", "fenced-write"}},
-		{[]string{"plan", "--nemesis", "kill", "--time-limit", "2s"}, []string{"--time-limit", "--nemesis-interval"}},
+		{[]string{"plan", "--nemesis", "kill", "--time-limit", "1s"}, []string{"--time-limit", "--nemesis-interval"}},
+		{[]string{"run", "--nemesis", "kill", "--concurrency", "0"}, []string{"--concurrency", "at least one"}},
 		{[]string{"run", "--bogus"}, []string{"--bogus"}},
+		{[]string{"run", "--auth-user", "locks"}, []string{"--auth-", "locks", "needs a password"}},
+		{[]string{"plan", "--auth-password-file", "pw", "--auth-password-env", "PW"}, []string{"--auth-", "not both"}},
+		{[]string{"plan", "--tls-cert", "c.pem"}, []string{"--tls-", "key_file"}},
+		{[]string{"plan", "--auth-password", "hunter2"}, []string{"--auth-password"}},
 		{[]string{"run", "extra"}, []string{"no arguments", "extra"}},
 		{[]string{"reproduce", "nope"}, []string{"nope", "single-baseline", "redsync-setnx-on-extend"}},
 		{[]string{"reproduce"}, []string{"--all", "--file"}},
@@ -96,14 +107,27 @@ func TestBadArguments(t *testing.T) {
 		{[]string{"matrix", "--seeds", "0"}, []string{"--seeds"}},
 		{[]string{"matrix", "--only", "nope"}, []string{"--only", "single-baseline"}},
 		{[]string{"matrix", "merge", "--out", t.TempDir()}, []string{"matrix.json"}},
+		// A zero given explicitly is no request for the default.
+		{[]string{"run", "--clients", "0"}, []string{"--clients", "0", "1 to 10000"}},
+		{[]string{"run", "--nodes", "0"}, []string{"--nodes", "0", "1 to 15"}},
+		{[]string{"run", "--keys", "0"}, []string{"--keys", "0", "at least 1"}},
+		{[]string{"plan", "--ttl", "0s"}, []string{"--ttl", "at least 1ms"}},
+		{[]string{"plan", "--time-limit", "0"}, []string{"--time-limit", "positive"}},
+		{[]string{"plan", "--nemesis", "kill", "--nemesis-interval", "0s"}, []string{"--nemesis-interval", "positive"}},
+		{[]string{"plan", "--read-timeout", "0s"}, []string{"--read-timeout", "positive"}},
+		{[]string{"plan", "--lock", "redlock", "--node-timeout", "0s"}, []string{"--node-timeout", "positive"}},
+		{[]string{"plan", "--topology", "replicated:1", "--wait-replicas", "1", "--wait-timeout", "0s"}, []string{"--wait-timeout", "positive"}},
+		{[]string{"run", "--clients", "-2"}, []string{"--clients", "1 to 10000"}},
 		{[]string{"analyze"}, []string{"run directory"}},
 		{[]string{"analyze", t.TempDir()}, []string{"not a run directory"}},
+		{[]string{"analyze", t.TempDir(), "--lin-memory", "lots"}, []string{"--lin-memory", "512MiB"}},
+		{[]string{"analyze", t.TempDir(), "--lin-timeout", "0s"}, []string{"--lin-timeout"}},
 		{[]string{"--log-level", "loud", "list"}, []string{"--log-level"}},
 		{[]string{"frobnicate"}, []string{"unknown command", "frobnicate"}},
 	} {
 		code, _, stderr := cli(t, c.args...)
-		if code != exitUsage {
-			t.Errorf("%q: exit %d, want %d; stderr %q", c.args, code, exitUsage, stderr)
+		if code != runner.ExitBadInput {
+			t.Errorf("%q: exit %d, want %d; stderr %q", c.args, code, runner.ExitBadInput, stderr)
 			continue
 		}
 		if strings.Count(strings.TrimSpace(stderr), "\n") > 0 || !strings.HasPrefix(stderr, "tumbler: ") {
@@ -117,10 +141,121 @@ func TestBadArguments(t *testing.T) {
 	}
 }
 
+// TestPlanAccess: a plan names where the secret is and how TLS is set,
+// never a secret's value; the flags also move a plan file.
+func TestPlanAccess(t *testing.T) {
+	t.Setenv("TUMBLER_TEST_CLI_PW", "never-in-a-plan")
+	code, plan, stderr := cli(t, "plan", "--seed", "1", "--auth-user", "locks", "--auth-password-env", "TUMBLER_TEST_CLI_PW",
+		"--tls-ca", "ca.pem", "--tls-server-name", "redis.internal")
+	if code != 0 {
+		t.Fatalf("plan: exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{`"user": "locks"`, `"env": "TUMBLER_TEST_CLI_PW"`, `"ca_file": "ca.pem"`, `"server_name": "redis.internal"`} {
+		if !strings.Contains(plan, want) {
+			t.Errorf("plan lacks %s:\n%s", want, plan)
+		}
+	}
+	if strings.Contains(plan, "never-in-a-plan") {
+		t.Fatalf("the plan holds the secret:\n%s", plan)
+	}
+}
+
+// TestAuditCommand: exit 0 for a safe node, 1 for a risky one (and the
+// JSON names the rows), 254 for a refused login or no node, 255 for a
+// node that does not answer.
+func TestAuditCommand(t *testing.T) {
+	safe := redistest.Start(t, 1, "--appendonly", "yes", "--appendfsync", "always")[0]
+	risky := redistest.Start(t, 1, "--maxmemory", "50mb", "--maxmemory-policy", "allkeys-lru")[0]
+	if code, out, stderr := cli(t, "audit", "--node", safe.Addr); code != 0 || !strings.Contains(out, "no risky setting") {
+		t.Fatalf("safe node: exit %d\n%s\n%s", code, out, stderr)
+	}
+	code, out, stderr := cli(t, "audit", "--node", risky.Addr, "--json")
+	var rep audit.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != runner.ExitInvalid {
+		t.Fatalf("risky node: exit %d, %v\n%s\n%s", code, err, out, stderr)
+	}
+	var checks []string
+	for _, f := range rep.Findings {
+		if f.Risky {
+			checks = append(checks, f.Check)
+		}
+	}
+	if !slices.Contains(checks, "persistence") || !slices.Contains(checks, "eviction") {
+		t.Errorf("risks %v, want persistence and eviction", checks)
+	}
+	t.Setenv("TUMBLER_TEST_AUDIT_PW", "right")
+	topo, _ := cluster.ParseTopology("independent:1")
+	locked, err := cluster.Start(context.Background(), cluster.Spec{Topology: topo,
+		Access: &access.Config{Client: access.Credentials{Password: access.Secret{Env: "TUMBLER_TEST_AUDIT_PW"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locked.Close()
+	lockedAddr, _ := locked.Addr("n1")
+	t.Setenv("TUMBLER_TEST_AUDIT_PW", "nope")
+	if code, _, stderr := cli(t, "audit", "--node", lockedAddr, "--auth-password-env", "TUMBLER_TEST_AUDIT_PW"); code != runner.ExitBadInput || !strings.Contains(stderr, "n1") || !strings.Contains(stderr, "WRONGPASS") {
+		t.Errorf("refused login: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := cli(t, "audit"); code != runner.ExitBadInput || !strings.Contains(stderr, "--external") {
+		t.Errorf("no node: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := cli(t, "audit", "--node", "127.0.0.1:1"); code != runner.ExitHarness || !strings.Contains(stderr, "cannot read") {
+		t.Errorf("closed port: exit %d: %s", code, stderr)
+	}
+}
+
+// TestTargetFlags: reproduce and matrix take --provider, --external and
+// --server like run, and refuse up front, with the reason, the rows the
+// target cannot run.
+func TestTargetFlags(t *testing.T) {
+	t.Parallel()
+	ext := filepath.Join("..", "..", "deploy", "external.json") // independent:5, no clock hook
+	code, _, stderr := cli(t, "reproduce", "single-failover", "--external", ext)
+	if code != runner.ExitBadInput || !strings.Contains(stderr, "single-failover cannot run on the external provider") || !strings.Contains(stderr, "needs topology replicated:1+sentinels") {
+		t.Errorf("reproduce a replicated row on an independent deployment: exit %d: %s", code, stderr)
+	}
+	code, _, stderr = cli(t, "matrix", "--seeds", "1", "--only", "single-failover,redlock-clock-jump", "--external", ext, "--out", t.TempDir())
+	if code != runner.ExitBadInput || !strings.Contains(stderr, "no row can run there") || !strings.Contains(stderr, "clock") {
+		t.Errorf("matrix of rows the deployment cannot run: exit %d: %s", code, stderr)
+	}
+	for _, args := range [][]string{
+		{"reproduce", "single-baseline", "--provider", "k8s"},
+		{"matrix", "--provider", "docker", "--external", ext},
+		{"reproduce", "single-baseline", "--auth-user", "locks"},
+	} {
+		if code, _, stderr := cli(t, args...); code != runner.ExitBadInput || !strings.Contains(stderr, "--") {
+			t.Errorf("%q: exit %d: %s", args, code, stderr)
+		}
+	}
+}
+
+// TestReproduceInDocker: tumbler reproduce ROW --provider docker runs the
+// row in containers (where Docker runs; TUMBLER_DOCKER_TESTS=1 makes no
+// Docker a failure).
+func TestReproduceInDocker(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := cluster.DockerAvailable(ctx); err != nil {
+		if os.Getenv("TUMBLER_DOCKER_TESTS") == "1" {
+			t.Fatal(err)
+		}
+		t.Skipf("no Docker: %v", err)
+	}
+	store := t.TempDir()
+	code, out, stderr := cli(t, "reproduce", "single-baseline", "--provider", "docker", "--store", store)
+	if code != 0 || !strings.Contains(out, "single-baseline: reproduced") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+	plan, err := os.ReadFile(filepath.Join(store, "latest", "plan.json"))
+	if err != nil || !strings.Contains(string(plan), `"provider": "docker"`) {
+		t.Fatalf("the run's plan does not say docker (%v):\n%s", err, plan)
+	}
+}
+
 // TestHelp: every command explains itself with examples.
 func TestHelp(t *testing.T) {
 	t.Parallel()
-	for _, c := range [][]string{{"run"}, {"plan"}, {"list"}, {"reproduce"}, {"matrix"}, {"matrix", "merge"}, {"analyze"}} {
+	for _, c := range [][]string{{"run"}, {"plan"}, {"list"}, {"reproduce"}, {"matrix"}, {"matrix", "merge"}, {"analyze"}, {"audit"}} {
 		code, out, _ := cli(t, append(c, "--help")...)
 		if code != 0 || !strings.Contains(out, "Examples:") || !strings.Contains(out, "tumbler "+strings.Join(c, " ")) {
 			t.Errorf("%v --help: exit %d\n%s", c, code, out)
@@ -211,7 +346,7 @@ func TestRunAnalyze(t *testing.T) {
 	t.Parallel()
 	store := t.TempDir()
 	code, out, stderr := cli(t, "run", "--nodes", "1", "--lock", "single", "--time-limit", "3s", "--seed", "1", "--store", store)
-	if code != exitValid {
+	if code != runner.ExitValid {
 		t.Fatalf("run: exit %d\n%s\n%s", code, out, stderr)
 	}
 	if !strings.Contains(out, "valid — no anomaly") || !strings.Contains(out, "report: ") {
@@ -233,8 +368,39 @@ func TestRunAnalyze(t *testing.T) {
 
 	code, out, stderr = cli(t, "analyze", dir, "--json")
 	var s summary
-	if err := json.Unmarshal([]byte(out), &s); err != nil || code != exitValid || s.Verdict != checker.Valid || s.Interrupted {
+	if err := json.Unmarshal([]byte(out), &s); err != nil || code != runner.ExitValid || s.Verdict != checker.Valid || s.Interrupted {
 		t.Fatalf("analyze: exit %d, %+v (%v)\n%s", code, s, err, stderr)
+	}
+
+	// Linearizability bounds from the command line, on the run's plan with
+	// a history whose check needs a search: too little memory for it makes
+	// the verdict unknown, and says which piece; enough makes it valid.
+	slow := t.TempDir()
+	for src, dst := range map[string]string{
+		filepath.Join(dir, reports.PlanFile):                                         reports.PlanFile,
+		filepath.Join("..", "..", "checker", "testdata", "slow-release-reply.jsonl"): reports.HistoryFile,
+	} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(slow, dst), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, stderr = cli(t, "analyze", slow, "--lin-memory", "1KiB", "--lin-timeout", "20s", "--json")
+	if err := json.Unmarshal([]byte(out), &s); err != nil || code != runner.ExitUnknown || s.Verdict != checker.Unknown {
+		t.Fatalf("analyze --lin-memory 1KiB: exit %d, %+v (%v)\n%s", code, s, err, stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(slow, reports.ResultsFile)); err != nil || json.Unmarshal(b, &res) != nil {
+		t.Fatal(err)
+	}
+	if lin, _ := res.Result.Checker(checker.Linearizability); !strings.Contains(lin.Reason, `key "lock" piece 1 of 1`) || !strings.Contains(lin.Reason, "limit 1.0 KiB") {
+		t.Fatalf("linearizability: %s (%s)", lin.Verdict, lin.Reason)
+	}
+	if code, out, stderr = cli(t, "analyze", slow, "--lin-memory", "64MiB"); code != runner.ExitUnknown || !strings.Contains(out, "valid — no anomaly") {
+		// unknown only because the copied run has no results.json: it counts as interrupted
+		t.Fatalf("analyze --lin-memory 64MiB: exit %d\n%s\n%s", code, out, stderr)
 	}
 
 	killed := t.TempDir()
@@ -251,11 +417,43 @@ func TestRunAnalyze(t *testing.T) {
 		}
 	}
 	code, out, stderr = cli(t, "analyze", killed)
-	if code != exitUnknown || !strings.Contains(out, "incomplete") || !strings.Contains(out, "valid — no anomaly") || !strings.Contains(out, "interrupted") {
-		t.Fatalf("analyze of a killed run: exit %d, want %d (valid, but only part of the run)\n%s\n%s", code, exitUnknown, out, stderr)
+	if code != runner.ExitUnknown || !strings.Contains(out, "incomplete") || !strings.Contains(out, "valid — no anomaly") || !strings.Contains(out, "interrupted") {
+		t.Fatalf("analyze of a killed run: exit %d, want %d (valid, but only part of the run)\n%s\n%s", code, runner.ExitUnknown, out, stderr)
 	}
 	if b, err := os.ReadFile(filepath.Join(killed, reports.ResultsFile)); err != nil || json.Unmarshal(b, &res) != nil || !res.Interrupted || res.Ops == 0 {
 		t.Fatalf("results.json of the killed run: %v %+v", err, res)
+	}
+
+	// A malformed history is bad input: 254, the reason on the terminal
+	// naming the line and the op, and the stored run left as it was.
+	hist, err := os.ReadFile(filepath.Join(dir, reports.HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, _ := os.ReadFile(filepath.Join(dir, reports.ResultsFile))
+	lines := bytes.SplitAfter(hist, []byte("\n"))
+	// An ok release answered as an extend: a completion of the wrong type.
+	changed := false
+	for i, l := range lines {
+		if bytes.Contains(l, []byte(`"type":"ok","f":"release"`)) {
+			lines[i] = bytes.Replace(l, []byte(`"f":"release"`), []byte(`"f":"extend"`), 1)
+			changed = true
+			break
+		}
+	}
+	if !changed {
+		t.Fatal("the run has no ok release")
+	}
+	if err := os.WriteFile(filepath.Join(dir, reports.HistoryFile), bytes.Join(lines, nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr = cli(t, "analyze", dir)
+	if code != runner.ExitBadInput || out != "" || !strings.HasPrefix(stderr, "tumbler: invalid history: ") ||
+		!strings.Contains(stderr, "history.jsonl line ") || !strings.Contains(stderr, "ok extend of process") || strings.Contains(stderr, "plan") {
+		t.Fatalf("analyze of a malformed history: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, reports.ResultsFile)); !bytes.Equal(after, results) {
+		t.Fatal("analyze of a malformed history changed results.json")
 	}
 }
 
@@ -266,6 +464,32 @@ func TestReproduceBaseline(t *testing.T) {
 	code, out, stderr := cli(t, "reproduce", "single-baseline", "--store", store)
 	if code != 0 || !strings.Contains(out, "single-baseline: reproduced — valid") || !strings.Contains(out, "report: "+store) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+}
+
+// TestMatrixServers: --server redis,valkey runs the row on both servers
+// (scripts/setup installs Valkey from bookworm-backports), with a column
+// per server; each run's report names the server it ran.
+func TestMatrixServers(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("valkey-server"); err != nil {
+		t.Fatalf("valkey-server is not installed: run scripts/setup (it adds bookworm-backports): %v", err)
+	}
+	store, out := t.TempDir(), t.TempDir()
+	code, table, stderr := cli(t, "matrix", "--seeds", "1", "--only", "single-baseline", "--server", "redis,valkey", "--out", out, "--store", store)
+	if code != 0 || !strings.Contains(table, "REDIS") || !strings.Contains(table, "VALKEY") {
+		t.Fatalf("exit %d\n%s\n%s", code, table, stderr)
+	}
+	m, err := reports.ReadMatrixJSON(filepath.Join(out, "matrix.json"))
+	if err != nil || len(m.Rows) != 2 || m.Rows[0].Server != "redis" || m.Rows[1].Server != "valkey" {
+		t.Fatalf("matrix: %v %+v", err, m)
+	}
+	index, err := os.ReadFile(filepath.Join(m.Rows[1].Seeds[0].ReportDir, "index.html"))
+	if err != nil || !strings.Contains(string(index), "valkey 8.") {
+		t.Fatalf("the valkey run's report does not name valkey 8 (%v)", err)
+	}
+	if code, _, stderr := cli(t, "reproduce", "single-baseline", "--server", "memcached"); code != runner.ExitBadInput || !strings.Contains(stderr, "--server") {
+		t.Fatalf("reproduce --server memcached: exit %d: %s", code, stderr)
 	}
 }
 
@@ -292,7 +516,7 @@ func TestMatrixShardsMerge(t *testing.T) {
 		t.Fatalf("merged matrix: %v %+v", err, m)
 	}
 	// A shard missing is refused.
-	if code, _, stderr = cli(t, "matrix", "merge", filepath.Join(d1, "matrix.json"), "--out", all); code != exitUsage || !strings.Contains(stderr, "2/2") {
+	if code, _, stderr = cli(t, "matrix", "merge", filepath.Join(d1, "matrix.json"), "--out", all); code != runner.ExitBadInput || !strings.Contains(stderr, "2/2") {
 		t.Fatalf("merge with a shard missing: exit %d: %s", code, stderr)
 	}
 }
@@ -332,7 +556,7 @@ func TestInterrupt(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("still running 30 s after Ctrl-C\n%s", errb.String())
 	}
-	if code := cmd.ProcessState.ExitCode(); code != exitUnknown && code != exitInvalid {
+	if code := cmd.ProcessState.ExitCode(); code != runner.ExitUnknown && code != runner.ExitInvalid {
 		t.Fatalf("exit %d after Ctrl-C\n%s\n%s", code, out.String(), errb.String())
 	}
 	if !strings.Contains(out.String(), "interrupted") || !strings.Contains(out.String(), "report: ") || !strings.Contains(errb.String(), "Ctrl-C again") {
@@ -341,6 +565,9 @@ func TestInterrupt(t *testing.T) {
 	var res reports.Results
 	if b, err := os.ReadFile(filepath.Join(store, "latest", reports.ResultsFile)); err != nil || json.Unmarshal(b, &res) != nil || !res.Interrupted || res.Ops == 0 {
 		t.Fatalf("results.json: %v %+v", err, res)
+	}
+	if code := cmd.ProcessState.ExitCode(); res.ExitCode != code {
+		t.Fatalf("results.json says exit %d, the run exited %d", res.ExitCode, code)
 	}
 }
 
@@ -355,8 +582,8 @@ func TestMissingRedisServer(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != exitHarness {
-		t.Fatalf("exit: %v, want %d\n%s\n%s", err, exitHarness, out.String(), errb.String())
+	if !errors.As(err, &ee) || ee.ExitCode() != runner.ExitHarness {
+		t.Fatalf("exit: %v, want %d\n%s\n%s", err, runner.ExitHarness, out.String(), errb.String())
 	}
 	msg := strings.TrimSpace(errb.String())
 	if strings.Contains(msg, "\n") || !strings.Contains(msg, "redis-server") || !strings.Contains(msg, "apt-get install redis-server") {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 
 	"github.com/spf13/cobra"
@@ -22,7 +23,8 @@ const (
 func (a *app) matrixCmd() *cobra.Command {
 	var seeds int
 	var shardFlag, out, store string
-	var only []string
+	var only, servers []string
+	var target targetFlags
 	cmd := &cobra.Command{
 		Use:   "matrix --seeds N [--shard i/n] [--out DIR]",
 		Short: "Run every catalog row over seeds 1..N and tabulate the verdicts",
@@ -34,11 +36,21 @@ expectation within 30 s.
 --shard i/n runs the i-th of n interleaved parts of the row×seed runs, so n
 machines share a matrix; "tumbler matrix merge" joins their matrix.json files.
 
+--server valkey runs the rows on Valkey; --server redis,valkey runs every row
+on both, and the table has a column per server and marks the rows whose
+verdicts differ. --provider, --external and the --auth-*/--tls-* flags run
+the matrix where "tumbler run" would; the rows that target cannot run (an
+external deployment of another topology, faults it has no hook for) are left
+out up front and listed with the reason.
+
 Exit codes: 0 when every run matched its row's expectation, 1 when one did not
 (or the matrix was interrupted), 255 when none mismatched but a run failed,
 254 bad arguments.`,
 		Example: `  tumbler matrix --seeds 10 --out ci/
   tumbler matrix --seeds 3 --only single-baseline,single-restart-empty
+  tumbler matrix --seeds 1 --server redis,valkey
+  tumbler matrix --seeds 3 --provider docker --only single-failover,sentinel-split-brain
+  tumbler matrix --seeds 1 --external deploy/external.json
   # on three machines, then join
   tumbler matrix --seeds 10 --shard 2/3 --out shard2/
   tumbler matrix merge shard*/matrix.json --out all/`,
@@ -61,6 +73,10 @@ Exit codes: 0 when every run matched its row's expectation, 1 when one did not
 				if rows, err = rowNames(only); err != nil {
 					return fmt.Errorf("--only: %w", err)
 				}
+			}
+			rows, refused, err := a.placeRows(rows, target, servers)
+			if err != nil {
+				return err
 			}
 			if err := os.MkdirAll(out, 0o755); err != nil {
 				return failed(fmt.Errorf("--out: %w", err))
@@ -94,6 +110,7 @@ Exit codes: 0 when every run matched its row's expectation, 1 when one did not
 					}
 				})
 			a.con.clear()
+			m.Refused = refused
 			interrupted := err != nil
 			if err != nil && !errors.Is(err, ctx.Err()) {
 				return failed(err)
@@ -107,8 +124,50 @@ Exit codes: 0 when every run matched its row's expectation, 1 when one did not
 	fs.StringVar(&out, "out", ".", "directory for matrix.json and matrix-junit.xml")
 	fs.StringVar(&store, "store", "store", "directory the runs' reports are kept in")
 	fs.StringSliceVar(&only, "only", nil, "run only these rows (comma separated)")
+	fs.StringSliceVar(&servers, "server", nil, "server software, comma separated for a column per server: redis, valkey (default redis)")
+	target.bindWhere(fs)
+	target.bindAccess(fs)
 	cmd.AddCommand(a.mergeCmd())
 	return cmd
+}
+
+// placeRows moves every row onto the target once per server. Rows the
+// target cannot run are left out and returned with the reason; when none
+// is left, that is an error.
+func (a *app) placeRows(rows []scenarios.Scenario, f targetFlags, servers []string) ([]scenarios.Scenario, []reports.Refused, error) {
+	if len(servers) == 0 {
+		servers = []string{""}
+	}
+	var placed []scenarios.Scenario
+	var refused []reports.Refused
+	var reasons []string
+	for _, s := range rows {
+		for _, srv := range servers {
+			f.server = srv
+			t, err := f.target()
+			if err != nil {
+				return nil, nil, err
+			}
+			on, err := s.On(t)
+			if err != nil {
+				if !errors.Is(err, scenarios.ErrRefused) {
+					return nil, nil, failed(err) // a bad flag, not a row that does not fit
+				}
+				reason := strings.TrimPrefix(err.Error(), scenarios.ErrRefused.Error()+": ")
+				refused = append(refused, reports.Refused{Scenario: s.Name, Server: t.Server, Reason: reason})
+				reasons = append(reasons, reason)
+				continue
+			}
+			placed = append(placed, on)
+		}
+	}
+	for _, r := range refused {
+		a.log.Warn("row refused", "scenario", r.Scenario, "reason", r.Reason)
+	}
+	if len(placed) == 0 {
+		return nil, nil, failed(fmt.Errorf("%w: no row can run there: %s", runner.ErrPlan, strings.Join(reasons, "; ")))
+	}
+	return placed, refused, nil
 }
 
 // writeMatrix prints the table, writes the matrix files and returns the exit.

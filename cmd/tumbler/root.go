@@ -16,16 +16,6 @@ import (
 	"github.com/tumbler-dev/tumbler/runner"
 )
 
-// Exit codes, DESIGN.md §8.
-const (
-	exitValid   = 0
-	exitInvalid = 1
-	exitUnknown = 2
-	exitAbort   = 130 // a second Ctrl-C: quit without a report
-	exitUsage   = 254
-	exitHarness = 255
-)
-
 // exitError ends the command with code; err, when set, is printed.
 type exitError struct {
 	code int
@@ -49,16 +39,13 @@ func exit(code int) error {
 	return &exitError{code: code}
 }
 
-// failed classifies an error of the packages: bad input (runner.ErrPlan)
-// or a failure of the harness.
+// failed ends the command with the exit code of an error of the packages
+// (runner.ExitCodeOf: bad input or a failure of the harness).
 func failed(err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, runner.ErrPlan) {
-		return &exitError{exitUsage, err}
-	}
-	return &exitError{exitHarness, err}
+	return &exitError{runner.ExitCodeOf(err), err}
 }
 
 // app holds what every command shares.
@@ -81,9 +68,9 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	err := root.ExecuteContext(ctx)
 	a.con.clear()
 	if err == nil {
-		return exitValid
+		return runner.ExitValid
 	}
-	code := exitUsage // what cobra itself refuses: flags, arguments, commands
+	code := runner.ExitBadInput // what cobra itself refuses: flags, arguments, commands
 	var ee *exitError
 	if errors.As(err, &ee) {
 		code = ee.code
@@ -91,7 +78,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		msg := strings.TrimSpace(err.Error())
-		if code == exitUsage {
+		if code == runner.ExitBadInput {
 			path := root.CommandPath()
 			if c, _, ferr := root.Find(args); ferr == nil {
 				path = c.CommandPath()
@@ -115,8 +102,8 @@ history for double grants, stale writes, reused fencing tokens, lost updates
 and locks that never expire, and writes a report directory.
 
 Exit codes: 0 valid, 1 invalid, 2 unknown (or a valid verdict on an
-interrupted run), 254 bad arguments, 255 the harness failed (a missing
-redis-server, say), 130 a second Ctrl-C. reproduce and matrix: 0 when every
+interrupted run), 254 bad input (arguments, a plan, a history), 255 the
+harness failed (a missing redis-server, say), 130 a second Ctrl-C. reproduce and matrix: 0 when every
 run matched its row's expectation, 1 when one did not, 255 when none
 mismatched but a run failed.`,
 		Example: `  tumbler list
@@ -129,7 +116,7 @@ mismatched but a run failed.`,
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	root.AddCommand(a.runCmd(), a.planCmd(), a.listCmd(), a.reproduceCmd(), a.matrixCmd(), a.analyzeCmd())
+	root.AddCommand(a.runCmd(), a.planCmd(), a.listCmd(), a.reproduceCmd(), a.matrixCmd(), a.analyzeCmd(), a.auditCmd())
 	return root
 }
 

@@ -17,10 +17,14 @@ import (
 
 // adhocFlags are the flags that shape a plan (runner.Adhoc).
 type adhocFlags struct {
-	a           runner.Adhoc
-	driftFactor float64
+	a            runner.Adhoc
+	target       targetFlags
+	driftFactor  float64
+	readFraction float64
+	concurrency  int
 	// shaping names the flags that say what the run does: they conflict
-	// with --plan. --provider and --external only say where it runs.
+	// with --plan. The target flags (--provider, --external, --auth-*,
+	// --tls-*) only say where it runs.
 	shaping []string
 }
 
@@ -38,29 +42,34 @@ func (f *adhocFlags) bind(fs *pflag.FlagSet) {
 	fs.Float64Var(&f.driftFactor, "drift-factor", 0.01, "clock drift allowance as a fraction of the TTL (redlock, redsync)")
 	fs.BoolVar(&a.SetNXOnExtend, "setnx-on-extend", false, "redsync's WithSetNXOnExtend: extend retakes a lapsed lock (redsync #147)")
 	fs.DurationVar(&a.ReadTimeout, "read-timeout", 0, "read timeout of the clients' Redis connections: a slower reply is an unknown outcome (default 1s)")
+	fs.StringVar(&a.Discovery, "discovery", "", "how clients of a topology with Sentinels find the primary: sentinel (ask the Sentinels, through the client's proxies) or fixed (the address of p) (default sentinel)")
 	fs.DurationVar(&a.TTL, "ttl", 0, "lock TTL (default 1s)")
+	fs.IntVar(&a.Permits, "permits", 0, "permits of a semaphore (semaphore, permit-expirable-semaphore; default 2)")
+	fs.DurationVar(&a.ThreadWaitTime, "thread-wait-time", 0, "how long past its turn a fair lock's waiter keeps its place without polling (fair; default 5s)")
+	fs.Float64Var(&f.readFraction, "read-fraction", 0.75, "share of a read-write lock's cycles that take the read lock (rwlock)")
 	fs.IntVar(&a.Nodes, "nodes", 0, "N standalone masters: short for --topology independent:N")
 	fs.StringVar(&a.Topology, "topology", "", "independent:N, replicated:R or replicated:R+sentinels (default independent:1, independent:5 for redlock and redsync)")
 	fs.StringVar(&a.Persistence, "persistence", "", "data nodes' persistence: none, aof-everysec or aof-always (default none)")
-	fs.StringVar(&a.Workload, "workload", "", "mutex, fenced-write or counter (default fenced-write)")
+	fs.StringVar(&a.Workload, "workload", "", "mutex, fenced-write, counter or latch (default fenced-write; latch for --lock latch)")
 	fs.StringVar(&a.ClientMode, "client-mode", "", "process (each client its own process: client pauses are real) or inprocess (default process)")
 	fs.IntVar(&a.Clients, "clients", 0, "number of clients (default 4)")
 	fs.IntVar(&a.Keys, "keys", 0, "number of keys contended for (default 1)")
 	fs.StringVar(&a.Hold, "hold", "", "how long a client holds the lock: MIN,MAX or one span; spans like 250ms or 0.5ttl (default 0.1ttl,0.4ttl)")
 	fs.StringVar(&a.Think, "think", "", "pause between two cycles of a client: MIN,MAX or one span (default 0,0.05ttl)")
 	fs.StringVar(&a.Retry, "retry", "", "wait (retry until the acquire timeout) or try (one attempt per cycle) (default wait)")
+	fs.DurationVar(&a.AcquireTimeout, "acquire-timeout", 0, "how long one acquire may take, retries included (default 1s)")
 	fs.BoolVar(&a.CheckValidity, "check-validity", false, "clients check the lease's validity before acting on the resource")
 	fs.BoolVar(&a.ObeyLost, "obey-lost", false, "clients stop their critical section when the lock signals it is lost (watchdog)")
 	fs.DurationVar(&a.TimeLimit, "time-limit", 0, "how long clients start new operations (default 10s)")
 	fs.StringSliceVar(&a.Nemesis, "nemesis", nil, "fault kinds to draw the schedule from, comma separated (repeat a kind to weigh it): "+kindList())
-	fs.DurationVar(&a.NemesisInterval, "nemesis-interval", 0, "quiet time before the first fault and between two faults (default 3×TTL)")
+	fs.DurationVar(&a.NemesisInterval, "nemesis-interval", 0, "mean time between the starts of two fault scenes, half of it before the first (default: the TTL)")
+	fs.IntVar(&f.concurrency, "concurrency", nemesis.DefaultConcurrency, "at most this many faults active at once (at least 1; 1: one at a time, no compound scenes)")
 	fs.VisitAll(func(fl *pflag.Flag) {
 		if !before[fl.Name] {
 			f.shaping = append(f.shaping, fl.Name)
 		}
 	})
-	fs.StringVar(&a.Provider, "provider", "", "who runs the servers: process (redis-server from PATH), docker or external (default process)")
-	fs.StringVar(&a.External, "external", "", "configuration file of an external deployment (implies --provider external)")
+	f.target.bind(fs)
 }
 
 func kindList() string {
@@ -80,6 +89,20 @@ func (a *app) adhocPlan(cmd *cobra.Command, f *adhocFlags) (runner.Plan, error) 
 	}
 	if cmd.Flags().Changed("drift-factor") {
 		f.a.DriftFactor = &f.driftFactor
+	}
+	if cmd.Flags().Changed("read-fraction") {
+		f.a.ReadFraction = &f.readFraction
+	}
+	t, err := f.target.target()
+	if err != nil {
+		return runner.Plan{}, err
+	}
+	f.a.Target = t
+	// A zero given explicitly is refused, not taken for "the default".
+	f.a.Given = map[string]bool{}
+	cmd.Flags().Visit(func(fl *pflag.Flag) { f.a.Given[fl.Name] = true })
+	if cmd.Flags().Changed("concurrency") {
+		f.a.Concurrency = &f.concurrency
 	}
 	p, err := f.a.Plan()
 	if err == nil && drawn {
@@ -118,8 +141,13 @@ On a terminal a status line shows the run's progress; otherwise progress is
 logged. Ctrl-C stops the run, heals the faults, stops every process and still
 writes the report of what was recorded; a second Ctrl-C quits at once.
 
+A number given explicitly must be in its range: --clients 0, --nodes 0,
+--keys 0, --ttl 0s, --time-limit 0s, --nemesis-interval 0s and zero timeouts
+are refused; leave a flag out for its default.
+
 Exit codes: 0 valid, 1 invalid, 2 unknown (or valid but interrupted), 254 bad
-arguments, 255 the harness failed (a missing redis-server, say).`,
+input (arguments, a plan), 255 the harness failed (a missing redis-server,
+say). results.json holds the same code.`,
 		Example: fmt.Sprintf(adhocExamples, "run") + `
   # replay a stored run exactly
   tumbler run --plan store/latest/plan.json`,
@@ -171,11 +199,12 @@ func (a *app) planFromFile(cmd *cobra.Command, f *adhocFlags, file string) (runn
 	if err != nil {
 		return runner.Plan{}, failed(err)
 	}
-	if cmd.Flags().Changed("external") {
-		p.Provider, p.External = "external", f.a.External
+	t, err := f.target.target()
+	if err != nil {
+		return runner.Plan{}, err
 	}
-	if cmd.Flags().Changed("provider") {
-		p.Provider = f.a.Provider
+	if p, err = t.Apply(p); err != nil {
+		return runner.Plan{}, failed(err)
 	}
 	return p, failed(p.Validate())
 }
@@ -254,26 +283,14 @@ type summary struct {
 	Note         string            `json:"note,omitempty"`
 }
 
-// verdictCode is the verdict of an outcome and its exit code: a valid
-// verdict on an interrupted run covers only part of it, so it is no pass.
-func verdictCode(out *runner.Outcome) (checker.Verdict, int) {
-	if out == nil || out.Result == nil {
-		return checker.Unknown, exitUnknown
-	}
-	v := out.Result.Verdict
-	if out.Interrupted && v == checker.Valid {
-		return v, exitUnknown
-	}
-	return v, v.ExitCode()
-}
-
-// conclude prints a run's (or an analysis's) outcome and returns its exit.
-// runErr is the runner's error; note a remark for the reader.
+// conclude prints a run's (or an analysis's) outcome and returns its exit:
+// the verdict and exit code the run engine decided (out.Judgement, as the
+// report has them), or without an outcome the code of runErr. runErr is the
+// runner's error; note a remark for the reader.
 func (a *app) conclude(out *runner.Outcome, runErr error, asJSON bool, note string) error {
-	v, code := verdictCode(out)
-	fail := failed(runErr)
-	if fail != nil {
-		code = fail.(*exitError).code
+	v, code := checker.Unknown, runner.ExitCodeOf(runErr)
+	if out != nil {
+		v, code = out.Judgement.Verdict, out.Judgement.ExitCode
 	}
 	s := summary{Verdict: v, ExitCode: code, Anomalies: []checker.Anomaly{}, Note: note}
 	if out != nil {
@@ -304,7 +321,7 @@ func (a *app) conclude(out *runner.Outcome, runErr error, asJSON bool, note stri
 		if out != nil && out.Result != nil && s.Index != "" {
 			a.con.printf("report of what was recorded: %s\n", s.Index)
 		}
-		return fail
+		return &exitError{code, runErr}
 	}
 	a.con.printf("%s\n", verdictLine(out, v))
 	if out.Interrupted {

@@ -26,6 +26,7 @@ type Server struct {
 	// Dir is the server's directory: its log, and its data under data/.
 	Dir  string
 	name string
+	args []string
 	prov *cluster.ProcessProvider
 }
 
@@ -42,7 +43,7 @@ func Start(t testing.TB, n int, extra ...string) []*Server {
 	defer cancel()
 	servers := make([]*Server, 0, n)
 	for i := 0; i < n; i++ {
-		s := &Server{Dir: t.TempDir(), name: fmt.Sprintf("redis%d", i+1), prov: prov}
+		s := &Server{Dir: t.TempDir(), name: fmt.Sprintf("redis%d", i+1), args: extra, prov: prov}
 		addr, err := prov.Start(ctx, cluster.ProcSpec{Name: s.name, Dir: s.Dir, Args: extra})
 		if err != nil {
 			t.Fatalf("start redis-server %d: %v", i, err)
@@ -73,6 +74,17 @@ func (s *Server) Client(t testing.TB) *redis.Client {
 
 // Stop kills the server (SIGKILL) and waits for it.
 func (s *Server) Stop() { _ = s.prov.Kill(s.name) }
+
+// Restart starts a stopped server again on its port, with its data wiped:
+// a node that restarts empty.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := s.prov.Start(ctx, cluster.ProcSpec{Name: s.name, Dir: s.Dir, Args: s.args, Wipe: true}); err != nil {
+		t.Fatalf("restart redis-server %s: %v", s.name, err)
+	}
+}
 
 // Freeze stops the server (SIGSTOP) until thaw is called, or until the test
 // ends: connections stay open and requests wait unread in its socket

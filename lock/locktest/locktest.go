@@ -1,6 +1,7 @@
 // Package locktest is the conformance suite every lock variant runs against
 // real Redis: mutual exclusion under contention, refusal to release someone
-// else's lease, expiry, and extend. A variant whose documented flaw breaks
+// else's lease, expiry, and extend. Its siblings do the same for the
+// siblings of lock.Locker: RWSuite, SemaphoreSuite and LatchSuite. A variant whose documented flaw breaks
 // one of these properties excludes that test by name, with the reason, and
 // proves the flaw in its own tests instead. Context, Client and Clients are
 // the helpers every lock test needs.
@@ -174,7 +175,12 @@ func (s Suite) mutualExclusion(t *testing.T) {
 	}
 }
 
-func acquireWait(c context.Context, l lock.Locker) (lock.Lease, error) {
+// acquirer is what acquireWait retries: a Locker or a Semaphore.
+type acquirer interface {
+	Acquire(context.Context) (lock.Lease, error)
+}
+
+func acquireWait(c context.Context, l acquirer) (lock.Lease, error) {
 	for {
 		lease, err := l.Acquire(c)
 		if err == nil || !errors.Is(err, lock.ErrNotObtained) {

@@ -15,26 +15,51 @@
 // Release sends the compare-and-delete to every node; Extend needs a quorum
 // of compare-and-pexpire finishing within the new validity.
 //
-// The docs send requests one node after the other; here they go out in
-// parallel (as redsync does), so the fan-out costs the slowest answer, not
-// the sum. Two deviations from the docs, both strictly narrower: a failed
-// acquire releases only the nodes that granted it or whose answer was lost
-// — a node that answered "held" cannot carry our fresh random value — and a
+// The docs send requests one node after the other; here they go out to
+// every node before any reply is read (see conn.go: one pipelined
+// connection per node, replies in send order), and Acquire, Release and
+// Extend return as soon as a quorum succeeded, without waiting for the
+// other nodes; a failure waits for every node (or the node timeout). A lock
+// with a node served through go-redis (see New) waits for every node, as
+// there a node's commands may take different pooled connections and a
+// release could overtake a late SET. What the nodes not waited for do
+// afterwards cannot change the answer:
+//
+//   - Acquire: a late grant puts our fresh random value on one more node.
+//     The lease's ValidUntil counts from before the first request, and every
+//     node's copy expires a TTL after that node applied it, so it is no less
+//     safe than a grant that came in time. Release sends the
+//     compare-and-delete to every node, and on a node's connection it is
+//     written after the SET, so the server applies the SET first and the
+//     delete removes the late grant. A holder that never releases leaves
+//     it until it expires, as with any grant.
+//   - Release: success means a quorum deleted the key, so no quorum can
+//     carry our value any more whatever the rest do; a straggler that fails
+//     leaves our key until it expires (a liveness cost, as when a node times
+//     out).
+//   - Extend: a late renewal prolongs a key that carries our value; the new
+//     lease counts from before the extend was sent.
+//
+// Two deviations from the docs, both strictly narrower: a failed acquire
+// releases only the nodes that granted it or whose answer is unknown — a
+// node that answered "held" cannot carry our fresh random value — and a
 // node's timeout is enforced by the fan-out itself, whatever the client's
 // settings, so a straggler may still apply its command after the call
-// returned. For a SET that straggler leaves our key until it expires (a
-// liveness cost only); for a compare-and-pexpire or compare-and-delete it is
-// harmless.
+// returned. For a SET that straggler leaves our key until it expires or a
+// later release of this process removes it (a liveness cost only); for a
+// compare-and-pexpire or compare-and-delete it is harmless.
 //
 // Errors of a failed Acquire: ErrUnknown when the nodes that may still
 // carry our value after the cleanup (granted or undecided, and not
 // confirmed released) could form a quorum — we may be the de facto holder
-// until the TTL runs out; ErrNotObtained otherwise. Release returns nil when
-// a quorum deleted the key; ErrUnknown when the nodes that failed to answer
-// (anything but "not ours") could complete a quorum; ErrNotHeld otherwise.
-// Extend returns the new lease with a quorum in time; ErrUnknown when the
-// nodes whose reply was lost could complete a quorum; ErrNotHeld otherwise,
-// also for a quorum that came too late.
+// until the TTL runs out; ErrNotObtained otherwise. A release confirms a
+// node only if it is known to have been applied after the SET: the SET had
+// answered, or both went out on the same connection. Release returns nil
+// when a quorum deleted the key; ErrUnknown when the nodes that failed to
+// answer (anything but "not ours") could complete a quorum; ErrNotHeld
+// otherwise. Extend returns the new lease with a quorum in time; ErrUnknown
+// when the nodes whose reply was lost could complete a quorum; ErrNotHeld
+// otherwise, also for a quorum that came too late.
 //
 // What Redlock cannot survive is the subject of the scenarios: a node of the
 // holder's majority that restarts empty, a forward clock jump on a node, a
@@ -45,7 +70,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -69,7 +94,13 @@ type config struct{ lock.Options }
 // Lock is a Redlock on one key over N independent primaries. It is safe for
 // concurrent use.
 type Lock struct {
-	clients     []redis.UniversalClient
+	clients []redis.UniversalClient
+	// direct[i] is clients[i] when the pipelined transport serves it, nil
+	// when requests go through go-redis (see directClient).
+	direct []*redis.Client
+	// early: every node is on the pipelined transport, so a fan-out may
+	// answer at quorum (see the package comment).
+	early       bool
 	key         string
 	ttl         time.Duration
 	quorum      int
@@ -82,6 +113,14 @@ type Lock struct {
 // primary. N must be odd: with an even N the quorum N/2+1 tolerates no
 // more failed nodes than N−1 nodes would, and a contest can split N/2 to
 // N/2 with nobody winning.
+//
+// Requests to a *redis.Client go through a pipelined connection of the
+// lock's own, dialled with the client's options (see conn.go), not through
+// the client's pool: hooks added with AddHook do not see them, and closing
+// the client does not close that connection (it closes after 5 s unused).
+// Other clients, and clients with OnConnect, a credentials provider, a
+// Limiter or TLS, are used through go-redis, one goroutine per node
+// request, and the lock then waits for every node's answer.
 func New(clients []redis.UniversalClient, key string, ttl time.Duration, opts ...lock.Option) (*Lock, error) {
 	n := len(clients)
 	if n == 0 {
@@ -91,6 +130,8 @@ func New(clients []redis.UniversalClient, key string, ttl time.Duration, opts ..
 		return nil, fmt.Errorf("%w: %d nodes is even: its quorum %d tolerates %d failed nodes, no more than %d nodes would, and a contest can split %d to %d with no winner; use an odd number", lock.ErrConfig, n, n/2+1, n/2-1, n-1, n/2, n/2)
 	}
 	seen := make(map[redis.UniversalClient]int, n)
+	direct := make([]*redis.Client, n)
+	early := true
 	for i, c := range clients {
 		if err := single.CheckClient(c); err != nil {
 			return nil, fmt.Errorf("client %d: %w", i, err)
@@ -99,11 +140,13 @@ func New(clients []redis.UniversalClient, key string, ttl time.Duration, opts ..
 			return nil, fmt.Errorf("%w: clients %d and %d are the same client: one node would vote twice", lock.ErrConfig, j, i)
 		}
 		seen[c] = i
+		direct[i] = directClient(c)
+		early = early && direct[i] != nil
 	}
 	if err := lock.CheckKeyTTL(key, ttl); err != nil {
 		return nil, err
 	}
-	l := &Lock{clients: clients, key: key, ttl: ttl, quorum: n/2 + 1, cfg: config{lock.DefaultOptions()}}
+	l := &Lock{clients: clients, direct: direct, early: early, key: key, ttl: ttl, quorum: n/2 + 1, cfg: config{lock.DefaultOptions()}}
 	if err := lock.Apply(&l.cfg, opts); err != nil {
 		return nil, err
 	}
@@ -134,10 +177,7 @@ func (l *Lock) Acquire(ctx context.Context) (lock.Lease, error) {
 func (l *Lock) tryAcquire(ctx context.Context) (lock.Lease, error) {
 	value := l.cfg.NewValue()
 	start := time.Now()
-	res := l.fanout(ctx, nil, func(ctx context.Context, c redis.UniversalClient) error {
-		_, err := single.SetNX(ctx, c, l.key, value, l.ttl)
-		return err
-	})
+	res, gen := l.fanout(ctx, request{op: opSet, key: l.key, value: value, ttl: l.ttl}, nil, l.quorum)
 	granted, maybe := 0, make([]bool, len(res))
 	for i, err := range res {
 		if errors.Is(err, redis.Nil) {
@@ -152,7 +192,7 @@ func (l *Lock) tryAcquire(ctx context.Context) (lock.Lease, error) {
 	}
 	if granted >= l.quorum {
 		if err := l.cfg.Step(ctx, lock.StepGranted); err != nil {
-			l.cleanup(ctx, value, maybe)
+			l.cleanup(ctx, value, maybe, res, gen)
 			return lock.Lease{}, fmt.Errorf("%w: %q: %w", lock.ErrUnknown, l.key, err)
 		}
 	}
@@ -167,28 +207,30 @@ func (l *Lock) tryAcquire(ctx context.Context) (lock.Lease, error) {
 	} else {
 		why = fmt.Sprintf("granted by %d of %d nodes, quorum %d (%s)", granted, len(res), l.quorum, summary(res))
 	}
-	if left := l.cleanup(ctx, value, maybe); left >= l.quorum {
+	if left := l.cleanup(ctx, value, maybe, res, gen); left >= l.quorum {
 		return lock.Lease{}, fmt.Errorf("%w: %q: %s, and %d nodes may still carry our value after the cleanup", lock.ErrUnknown, l.key, why, left)
 	}
 	return lock.Lease{}, fmt.Errorf("%w: %q: %s", lock.ErrNotObtained, l.key, why)
 }
 
 // cleanup releases value on the nodes marked in on and returns how many of
-// them may still carry it. It runs even when the caller's context is done.
-func (l *Lock) cleanup(ctx context.Context, value string, on []bool) int {
-	some := false
-	for _, b := range on {
-		some = some || b
-	}
-	if !some {
-		return 0
-	}
-	res := l.fanout(context.WithoutCancel(ctx), on, func(ctx context.Context, c redis.UniversalClient) error {
-		return single.Release(ctx, c, l.key, value)
-	})
+// them may still carry it; set and setGen are the acquire's results and
+// connections. A node is clear when the compare-and-delete ran and was
+// applied after the SET: the SET had answered (set[i] is not unknown), or
+// the two went out on the same connection, whose commands the server
+// applies in order. A delete that overtook a SET still in flight proves
+// nothing. The cleanup waits for every node (or the node timeout) and runs
+// even when the caller's context is done.
+func (l *Lock) cleanup(ctx context.Context, value string, on []bool, set []error, setGen []uint64) int {
+	res, gen := l.fanout(context.WithoutCancel(ctx), request{op: opRelease, key: l.key, value: value}, on, len(on)+1)
 	left := 0
 	for i, err := range res {
-		if on[i] && err != nil && !errors.Is(err, single.ErrNotOwner) {
+		if !on[i] {
+			continue
+		}
+		ran := err == nil || errors.Is(err, single.ErrNotOwner)
+		ordered := !errors.Is(set[i], lock.ErrUnknown) || (gen[i] != 0 && gen[i] == setGen[i])
+		if !ran || !ordered {
 			left++
 		}
 	}
@@ -197,9 +239,7 @@ func (l *Lock) cleanup(ctx context.Context, value string, on []bool) int {
 
 // Release deletes the key on every node that still holds the lease's value.
 func (l *Lock) Release(ctx context.Context, lease lock.Lease) error {
-	res := l.fanout(ctx, nil, func(ctx context.Context, c redis.UniversalClient) error {
-		return single.Release(ctx, c, l.key, lease.Value)
-	})
+	res, _ := l.fanout(ctx, request{op: opRelease, key: l.key, value: lease.Value}, nil, l.quorum)
 	done, undecided := count(res, func(err error) bool { return !errors.Is(err, single.ErrNotOwner) })
 	switch {
 	case done >= l.quorum:
@@ -215,9 +255,7 @@ func (l *Lock) Release(ctx context.Context, lease lock.Lease) error {
 // succeeds with a quorum of renewals that finished within the new validity.
 func (l *Lock) Extend(ctx context.Context, lease lock.Lease) (lock.Lease, error) {
 	start := time.Now()
-	res := l.fanout(ctx, nil, func(ctx context.Context, c redis.UniversalClient) error {
-		return single.Extend(ctx, c, l.key, lease.Value, l.ttl)
-	})
+	res, _ := l.fanout(ctx, request{op: opExtend, key: l.key, value: lease.Value, ttl: l.ttl}, nil, l.quorum)
 	end := time.Now()
 	validUntil := l.cfg.ValidUntil(start, l.ttl)
 	done, undecided := count(res, func(err error) bool { return errors.Is(err, lock.ErrUnknown) })
@@ -257,72 +295,138 @@ var errHeld = fmt.Errorf("%w: held by another owner", lock.ErrNotObtained)
 // errNodeTimeout marks a node that did not answer within the node timeout.
 var errNodeTimeout = fmt.Errorf("%w: no answer within the node timeout", lock.ErrUnknown)
 
-// round is one fan-out in flight. Each node's goroutine fills its own slot
-// and marks it done; the last one to finish wakes the caller, which is
-// thus woken once per fan-out rather than once per node.
+// errNotAwaited marks a node whose answer the fan-out did not wait for,
+// because a quorum had already succeeded.
+var errNotAwaited = fmt.Errorf("%w: not awaited (a quorum had already answered)", lock.ErrUnknown)
+
+// round is one fan-out in flight: the transports deliver each node's
+// result, and the caller is woken once, when need nodes succeeded or every
+// node answered. Results delivered after the caller stopped waiting are
+// dropped.
 type round struct {
-	res  []error
-	done []atomic.Bool
-	left atomic.Int32
-	all  chan struct{}
+	mu       sync.Mutex
+	res      []error
+	answered []bool
+	pending  int // nodes sent to and not answered
+	ok, need int
+	closed   bool
+	wake     chan struct{} // buffered: deliver never blocks
 }
 
-// fanout runs op on the nodes marked in only (all when only is nil) in
-// parallel and returns each node's error, in node order. It returns when
-// every node answered or the node timeout (or ctx) ran out; a node that has
-// not answered by then gets errNodeTimeout, and its goroutine finishes on
-// its own.
-func (l *Lock) fanout(ctx context.Context, only []bool, op func(context.Context, redis.UniversalClient) error) []error {
-	n := len(l.clients)
-	r := &round{res: make([]error, n), done: make([]atomic.Bool, n), all: make(chan struct{})}
-	nctx, cancel := context.WithTimeout(ctx, l.nodeTimeout)
-	defer cancel()
-	sent := int32(0)
-	for i := range l.clients {
-		if only == nil || only[i] {
-			sent++
-		}
+func (r *round) deliver(i int, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed || r.answered[i] {
+		return
 	}
-	r.left.Store(sent)
-	for i, c := range l.clients {
-		if only != nil && !only[i] {
-			continue
-		}
-		spawn(func() {
-			r.res[i] = op(nctx, c)
-			r.done[i].Store(true)
-			if r.left.Add(-1) == 0 {
-				close(r.all)
-			}
-		})
+	r.res[i], r.answered[i] = err, true
+	r.pending--
+	if err == nil {
+		r.ok++
 	}
-	select {
-	case <-r.all:
-		return r.res // every writer is done
-	case <-nctx.Done():
-	}
-	// Stragglers may still write their slots: copy what is done.
-	res := make([]error, n)
-	for i := range res {
-		switch {
-		case only != nil && !only[i]:
-		case r.done[i].Load():
-			res[i] = r.res[i]
+	if r.pending == 0 || r.ok == r.need {
+		select {
+		case r.wake <- struct{}{}:
 		default:
-			res[i] = errNodeTimeout
 		}
 	}
-	return res
 }
 
-// idle hands work to goroutines parked after an earlier fan-out. A fresh
-// goroutine per node request grows its stack through go-redis's call depth
-// every time: runtime.newstack was a tenth of a Redlock cycle's CPU, and a
-// parked goroutine keeps its grown stack. Parked goroutines exit after
-// idleFor without work.
-var idle = make(chan func())
+// fanout sends req to the nodes marked in only (all when only is nil) and
+// waits until need of them succeeded, every one answered, the node timeout
+// ran out or ctx ended; need > len(nodes) waits for every answer, and so
+// does a lock with a node on the go-redis transport. It
+// returns each node's result in node order — a node without an answer gets
+// errNotAwaited, errNodeTimeout or the context's end, all unknown — and the
+// generation of the connection each request went out on: two requests to a
+// node with the same non-zero generation are applied in the order sent
+// (zero: the go-redis transport, no order known).
+func (l *Lock) fanout(ctx context.Context, req request, only []bool, need int) ([]error, []uint64) {
+	n := len(l.clients)
+	if !l.early {
+		need = n + 1
+	}
+	r := &round{res: make([]error, n), answered: make([]bool, n), need: need, wake: make(chan struct{}, 1)}
+	gen := make([]uint64, n)
+	for i := range n {
+		if only == nil || only[i] {
+			r.pending++
+		}
+	}
+	if r.pending == 0 {
+		return r.res, gen
+	}
+	if err := ctx.Err(); err != nil {
+		for i := range n {
+			if only == nil || only[i] {
+				r.res[i] = fmt.Errorf("%w: not sent: %w", req.op.definite(), err)
+			}
+		}
+		return r.res, gen
+	}
+	sctx := ctx
+	if !l.early { // requests through go-redis: bounded by the node timeout
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeout(ctx, l.nodeTimeout)
+		defer cancel()
+	}
+	for i := range n {
+		if only == nil || only[i] {
+			gen[i] = l.send(sctx, i, req, r)
+		}
+	}
+	t := time.NewTimer(l.nodeTimeout)
+	why := errNotAwaited
+	select {
+	case <-r.wake:
+	case <-t.C:
+		why = errNodeTimeout
+	case <-ctx.Done():
+		why = fmt.Errorf("%w: %w", lock.ErrUnknown, context.Cause(ctx))
+	}
+	t.Stop()
+	r.mu.Lock()
+	r.closed = true // r.res is the caller's from here on
+	for i := range n {
+		if (only == nil || only[i]) && !r.answered[i] {
+			r.res[i] = why
+		}
+	}
+	r.mu.Unlock()
+	return r.res, gen
+}
 
-const idleFor = 5 * time.Second
+// send puts req for node i of r on its transport and returns the
+// connection's generation (see fanout). Only the go-redis transport uses
+// ctx: a goroutine per node request runs the command with it.
+func (l *Lock) send(ctx context.Context, i int, req request, r *round) uint64 {
+	if c := l.direct[i]; c != nil {
+		return send(c, req, r, i)
+	}
+	c := l.clients[i]
+	spawn(func() { r.deliver(i, viaGoRedis(ctx, c, req)) })
+	return 0
+}
+
+// viaGoRedis runs req on c with package single's commands.
+func viaGoRedis(ctx context.Context, c redis.UniversalClient, req request) error {
+	switch req.op {
+	case opSet:
+		_, err := single.SetNX(ctx, c, req.key, req.value, req.ttl)
+		return err
+	case opRelease:
+		return single.Release(ctx, c, req.key, req.value)
+	default:
+		return single.Extend(ctx, c, req.key, req.value, req.ttl)
+	}
+}
+
+// idle hands work to goroutines parked after an earlier fan-out through
+// go-redis. A fresh goroutine per node request grows its stack through
+// go-redis's call depth every time: runtime.newstack was a tenth of a
+// Redlock cycle's CPU, and a parked goroutine keeps its grown stack.
+// Parked goroutines exit after idleFor without work.
+var idle = make(chan func())
 
 func spawn(f func()) {
 	select {
@@ -333,11 +437,11 @@ func spawn(f func()) {
 }
 
 func serve(f func()) {
-	t := time.NewTimer(idleFor)
+	t := time.NewTimer(idleFor())
 	defer t.Stop()
 	for {
 		f()
-		t.Reset(idleFor)
+		t.Reset(idleFor())
 		select {
 		case f = <-idle:
 		case <-t.C:

@@ -121,30 +121,44 @@ func (l *Locker) Owner() string { return l.owner }
 // allows one attempt) for the release's message or the holder's pttl, then
 // tries again, until the attempts or ctx run out.
 func (l *Locker) Acquire(ctx context.Context) (lock.Lease, error) {
-	lease, pttl, err := l.try(ctx)
-	if err == nil || !errors.Is(err, lock.ErrNotObtained) || l.cfg.Retry.Attempts == 1 {
+	return Wait(ctx, l.client, l.channel, l.cfg.Retry.Attempts, l.try)
+}
+
+// TryFunc is one attempt of a lock that waits the Redisson way: a lease, or
+// ErrNotObtained with how long to wait at most before the next attempt
+// (the holder's pttl; a negative wait means "until a message comes").
+type TryFunc func(ctx context.Context) (lock.Lease, time.Duration, error)
+
+// Wait is Redisson's wait for a lock (RedissonLock.lock and tryLock, and
+// the same loop in its semaphores and latches): try once; while the answer
+// is ErrNotObtained, subscribe to channel before trying again — so a
+// release after that attempt cannot slip by unseen — and sleep until a
+// message on channel or the wait the attempt returned, whichever comes
+// first, until attempts (0: no bound; 1: no waiting) or ctx run out. Any
+// other error ends the wait at once.
+func Wait(ctx context.Context, client redis.UniversalClient, channel string, attempts int, try TryFunc) (lock.Lease, error) {
+	lease, wait, err := try(ctx)
+	if err == nil || !errors.Is(err, lock.ErrNotObtained) || attempts == 1 {
 		return lease, err
 	}
-	// Subscribe before the next attempt, so a release after that attempt
-	// cannot slip by unseen.
-	ps := l.client.Subscribe(ctx)
+	ps := client.Subscribe(ctx)
 	defer ps.Close()
-	if serr := l.subscribe(ctx, ps); serr != nil {
+	if serr := subscribe(ctx, ps, channel); serr != nil {
 		return lock.Lease{}, fmt.Errorf("%w; then waiting failed: %w", err, serr)
 	}
 	msgs := ps.Channel()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for n := 2; ; n++ {
-		if lease, pttl, err = l.try(ctx); err == nil || !errors.Is(err, lock.ErrNotObtained) {
+		if lease, wait, err = try(ctx); err == nil || !errors.Is(err, lock.ErrNotObtained) {
 			return lease, err
 		}
-		if a := l.cfg.Retry.Attempts; a > 0 && n >= a {
+		if attempts > 0 && n >= attempts {
 			return lock.Lease{}, err
 		}
 		var expired <-chan time.Time
-		if pttl >= 0 { // −1: held without a TTL; only a release can free it
-			timer.Reset(pttl)
+		if wait >= 0 { // −1: held without a TTL; only a message can free it
+			timer.Reset(wait)
 			expired = timer.C
 		}
 		select {
@@ -157,23 +171,23 @@ func (l *Locker) Acquire(ctx context.Context) (lock.Lease, error) {
 	}
 }
 
-func (l *Locker) subscribe(ctx context.Context, ps *redis.PubSub) error {
-	if err := ps.Subscribe(ctx, l.channel); err != nil {
-		return fmt.Errorf("subscribe %s: %w", l.channel, err)
+func subscribe(ctx context.Context, ps *redis.PubSub, channel string) error {
+	if err := ps.Subscribe(ctx, channel); err != nil {
+		return fmt.Errorf("subscribe %s: %w", channel, err)
 	}
 	d := subscribeTimeout
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
 		d = time.Until(dl)
 	}
 	if d <= 0 {
-		return fmt.Errorf("subscribe %s: %w", l.channel, context.DeadlineExceeded)
+		return fmt.Errorf("subscribe %s: %w", channel, context.DeadlineExceeded)
 	}
 	msg, err := ps.ReceiveTimeout(ctx, d)
 	if err != nil {
-		return fmt.Errorf("subscribe %s: no confirmation: %w", l.channel, err)
+		return fmt.Errorf("subscribe %s: no confirmation: %w", channel, err)
 	}
 	if s, ok := msg.(*redis.Subscription); !ok || s.Kind != "subscribe" {
-		return fmt.Errorf("subscribe %s: unexpected reply %v", l.channel, msg)
+		return fmt.Errorf("subscribe %s: unexpected reply %v", channel, msg)
 	}
 	return nil
 }

@@ -55,9 +55,19 @@ func SetNX(ctx context.Context, c Conn, key, value string, ttl time.Duration) (i
 	return 0, cmd.Err()
 }
 
+// The Lua source of the release (compare-and-delete) and extend
+// (compare-and-pexpire) scripts: KEYS[1] is the lock's key, ARGV[1] the
+// owner value, ARGV[2] the extend's TTL in milliseconds. Each returns 1 when
+// the key held the value, 0 otherwise. Exported for Redlock's pipelined
+// transport, which sends them without go-redis.
+const (
+	ReleaseLua = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`
+	ExtendLua  = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) else return 0 end`
+)
+
 var (
-	releaseScript = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`)
-	extendScript  = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) else return 0 end`)
+	releaseScript = redis.NewScript(ReleaseLua)
+	extendScript  = redis.NewScript(ExtendLua)
 )
 
 // Release runs the compare-and-delete on c: nil when key held value and is
@@ -66,14 +76,14 @@ var (
 // and falls back to EVAL once on NOSCRIPT.
 func Release(ctx context.Context, c redis.Scripter, key, value string) error {
 	n, err := releaseScript.Run(ctx, c, []string{key}, value).Int64()
-	return scriptResult(n, err, key)
+	return ScriptResult(n, err, key)
 }
 
 // Extend runs the compare-and-pexpire on c, setting key's expiry to ttl
 // from now when it still holds value. Results as for Release.
 func Extend(ctx context.Context, c redis.Scripter, key, value string, ttl time.Duration) error {
 	n, err := extendScript.Run(ctx, c, []string{key}, value, ttl.Milliseconds()).Int64()
-	return scriptResult(n, err, key)
+	return ScriptResult(n, err, key)
 }
 
 // ErrNotOwner is the ErrNotHeld that Release and Extend return when the
@@ -82,7 +92,10 @@ func Extend(ctx context.Context, c redis.Scripter, key, value string, ttl time.D
 // run, so the key may still be ours until it expires.
 var ErrNotOwner = fmt.Errorf("%w: the key holds another owner's value or nothing", lock.ErrNotHeld)
 
-func scriptResult(n int64, err error, key string) error {
+// ScriptResult maps a run of ReleaseLua or ExtendLua on key — its integer
+// reply n, or the error that came instead — to Release's and Extend's
+// results.
+func ScriptResult(n int64, err error, key string) error {
 	if err != nil {
 		return lock.Classify(err, lock.ErrNotHeld)
 	}

@@ -16,10 +16,15 @@ import (
 
 	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/lock/adapters"
+	"github.com/tumbler-dev/tumbler/lock/fair"
 	"github.com/tumbler-dev/tumbler/lock/fenced"
+	"github.com/tumbler-dev/tumbler/lock/latch"
+	"github.com/tumbler-dev/tumbler/lock/multilock"
 	"github.com/tumbler-dev/tumbler/lock/recipes"
 	"github.com/tumbler-dev/tumbler/lock/redlock"
 	"github.com/tumbler-dev/tumbler/lock/reentrant"
+	"github.com/tumbler-dev/tumbler/lock/rwlock"
+	"github.com/tumbler-dev/tumbler/lock/semaphore"
 	"github.com/tumbler-dev/tumbler/lock/single"
 	"github.com/tumbler-dev/tumbler/lock/watchdog"
 )
@@ -43,7 +48,27 @@ type Spec struct {
 	DriftFixed  *time.Duration `json:"drift_fixed,omitempty"`
 	// SetNXOnExtend turns on redsync's WithSetNXOnExtend (redsync #147).
 	SetNXOnExtend bool `json:"setnx_on_extend,omitempty"`
+	// Permits a semaphore is set up with (semaphore kinds only, ≥ 1).
+	Permits int `json:"permits,omitempty"`
+	// ThreadWaitTime is the fair lock's threadWaitTime (0: Redisson's 5 s).
+	ThreadWaitTime time.Duration `json:"thread_wait_time,omitempty"`
 }
+
+// Kind is the shape of what a variant builds: a lock.Locker, or one of the
+// siblings of package lock for synchronizers a Locker does not fit.
+type Kind string
+
+// The kinds.
+const (
+	// KindLock builds a lock.Locker (the default).
+	KindLock Kind = "lock"
+	// KindReadWrite builds a lock.ReadWriteLocker.
+	KindReadWrite Kind = "read-write"
+	// KindSemaphore builds a lock.Semaphore.
+	KindSemaphore Kind = "semaphore"
+	// KindLatch builds a lock.Latch.
+	KindLatch Kind = "latch"
+)
 
 // Info describes a variant for listings and error messages.
 type Info struct {
@@ -53,8 +78,14 @@ type Info struct {
 	AllNodes bool
 	// Broken: a recipe kept on purpose to show its failure.
 	Broken bool
-	Doc    string
+	// Kind is what Build makes ("" is KindLock).
+	Kind Kind
+	Doc  string
 }
+
+// PrimitiveFunc makes a variant of a kind other than KindLock; it returns
+// the sibling interface its Kind names.
+type PrimitiveFunc func(s Spec, clients []redis.UniversalClient, key string, opts []lock.Option) (lock.Primitive, error)
 
 // BuildFunc makes a variant's lock on key. clients are one per node of the
 // topology (a one-node variant uses clients[0], the primary); opts are the
@@ -65,6 +96,7 @@ type BuildFunc func(s Spec, clients []redis.UniversalClient, key string, opts []
 type entry struct {
 	info  Info
 	build BuildFunc
+	prim  PrimitiveFunc // kinds other than KindLock
 }
 
 var (
@@ -73,28 +105,56 @@ var (
 		"single": {Info{Doc: "SET NX PX, Lua compare-and-delete release (optionally WAIT for replicas)"},
 			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 				return single.New(c[0], key, s.TTL, o...)
-			}},
+			}, nil},
 		"fenced": {Info{Doc: "single plus a fencing token from INCR in the acquire script"},
 			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 				return fenced.New(c[0], key, s.TTL, o...)
-			}},
+			}, nil},
 		"redlock": {Info{AllNodes: true, Doc: "Redlock over N independent masters, quorum N/2+1, validity check"},
 			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 				return redlock.New(c, key, s.TTL, o...)
-			}},
+			}, nil},
 		// Build wraps the inner variant itself; the watchdog has no builder.
-		"watchdog": {Info{Doc: "renews another variant every TTL/3 while held (Redisson watchdog)"}, nil},
+		"watchdog": {Info{Doc: "renews another variant every TTL/3 while held (Redisson watchdog)"}, nil, nil},
 		"reentrant": {Info{Doc: "Redisson RLock: hash of owner → hold count, pub/sub wake-up"},
 			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 				return reentrant.New(c[0], key, s.TTL, o...)
-			}},
+			}, nil},
 		"redsync": {Info{AllNodes: true, Doc: "adapter: go-redsync/redsync v4 (Redlock)"},
 			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 				return adapters.NewRedsync(c, key, s.TTL, o...)
-			}},
+			}, nil},
 		"redislock": {Info{Doc: "adapter: bsm/redislock (single node, no elapsed-time check)"},
 			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 				return adapters.NewRedislock(c[0], key, s.TTL, o...)
+			}, nil},
+		"fair": {Info{Doc: "Redisson RFairLock (seed 003 §1.4.6): FIFO queue of waiters with per-waiter timeouts, threadWaitTime"},
+			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
+				return fair.New(c[0], key, s.TTL, o...)
+			}, nil},
+		"multi": {Info{AllNodes: true, Doc: "Redisson MultiLock (seed 003 §1.4.7): every node must grant, one after the other"},
+			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
+				return multilock.NewMulti(c, key, s.TTL, o...)
+			}, nil},
+		"redisson-redlock": {Info{AllNodes: true, Doc: "Redisson RedissonRedLock (seed 003 §1.4.7): N/2+1 nodes one after the other, wait-time budget, no validity check"},
+			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
+				return multilock.NewRedLock(c, key, s.TTL, o...)
+			}, nil},
+		"rwlock": {Info{Kind: KindReadWrite, Doc: "Redisson RReadWriteLock (seed 003 §1.4.5): one hash, mode field, per-owner counts, one pexpire"}, nil,
+			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Primitive, error) {
+				return rwlock.New(c[0], key, s.TTL, o...)
+			}},
+		"semaphore": {Info{Kind: KindSemaphore, Doc: "Redisson RSemaphore: a counter of free permits, no owners, no expiry"}, nil,
+			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Primitive, error) {
+				return semaphore.New(c[0], key, s.Permits, o...)
+			}},
+		"permit-expirable-semaphore": {Info{Kind: KindSemaphore, Doc: "Redisson RPermitExpirableSemaphore: permits with ids and leases of the TTL"}, nil,
+			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Primitive, error) {
+				return semaphore.NewExpirable(c[0], key, s.Permits, s.TTL, o...)
+			}},
+		"latch": {Info{Kind: KindLatch, Doc: "Redisson RCountDownLatch: a count that waiters wait to reach zero"}, nil,
+			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Primitive, error) {
+				return latch.New(c[0], key, o...)
 			}},
 	}
 )
@@ -112,7 +172,7 @@ func init() {
 		registry[name] = entry{Info{Broken: true, Doc: docs[name]},
 			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 				return recipes.New(s.Variant, c[0], key, s.TTL, o...)
-			}}
+			}, nil}
 	}
 }
 
@@ -123,6 +183,9 @@ func init() {
 func Register(info Info, build BuildFunc) error {
 	if info.Name == "" || build == nil {
 		return fmt.Errorf("variants.Register: a name and a build function are required")
+	}
+	if info.Kind != "" && info.Kind != KindLock {
+		return fmt.Errorf("variants.Register: lock %q: a BuildFunc builds a lock.Locker, not a %s", info.Name, info.Kind)
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -154,7 +217,20 @@ func Lookup(name string) (Info, error) {
 		return Info{}, fmt.Errorf("unknown lock %q (valid: %s)", name, strings.Join(Names(), ", "))
 	}
 	e.info.Name = name
+	if e.info.Kind == "" {
+		e.info.Kind = KindLock
+	}
 	return e.info, nil
+}
+
+// Kind is the kind of s's variant (KindLock for an unknown one: Validate
+// reports that).
+func (s Spec) Kind() Kind {
+	i, err := Lookup(s.Variant)
+	if err != nil {
+		return KindLock
+	}
+	return i.Kind
 }
 
 // AllNodes reports whether s needs a client per node rather than one.
@@ -186,8 +262,10 @@ func (s Spec) Validate() error {
 		if s.inner() == "watchdog" {
 			return fmt.Errorf("lock watchdog: inner cannot be watchdog")
 		}
-		if _, err := Lookup(s.inner()); err != nil {
+		if i, err := Lookup(s.inner()); err != nil {
 			return fmt.Errorf("lock watchdog: inner: %w", err)
+		} else if i.Kind != KindLock {
+			return fmt.Errorf("lock watchdog: inner %s is a %s, not a lock the watchdog can renew", s.inner(), i.Kind)
 		}
 	} else if s.Inner != "" {
 		return fmt.Errorf("lock %s: inner applies only to watchdog", s.Variant)
@@ -208,6 +286,17 @@ func (s Spec) Validate() error {
 	if s.NodeTimeout < 0 {
 		return fmt.Errorf("lock %s: node_timeout %v is negative", s.Variant, s.NodeTimeout)
 	}
+	if kind := s.Kind(); kind == KindSemaphore && s.Permits < 1 {
+		return fmt.Errorf("lock %s: permits %d, want at least 1", s.Variant, s.Permits)
+	} else if kind != KindSemaphore && s.Permits != 0 {
+		return fmt.Errorf("lock %s: permits applies only to semaphores", s.Variant)
+	}
+	if s.ThreadWaitTime != 0 && base != "fair" {
+		return fmt.Errorf("lock %s: thread_wait_time applies only to fair", s.Variant)
+	}
+	if s.ThreadWaitTime < 0 {
+		return fmt.Errorf("lock %s: thread_wait_time %v is negative", s.Variant, s.ThreadWaitTime)
+	}
 	return nil
 }
 
@@ -218,6 +307,9 @@ func (s Spec) Validate() error {
 func Build(s Spec, clients []redis.UniversalClient, key string, opts ...lock.Option) (lock.Locker, error) {
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", lock.ErrConfig, err)
+	}
+	if k := s.Kind(); k != KindLock {
+		return nil, fmt.Errorf("%w: lock %s is a %s, not a lock.Locker: use BuildPrimitive", lock.ErrConfig, s.Variant, k)
 	}
 	if len(clients) == 0 {
 		return nil, fmt.Errorf("%w: lock %s: no Redis clients", lock.ErrConfig, s.Variant)
@@ -237,6 +329,29 @@ func Build(s Spec, clients []redis.UniversalClient, key string, opts ...lock.Opt
 		return watchdog.New(in, append(common, opts...)...)
 	}
 	return build(s, clients, key, append(own, opts...))
+}
+
+// BuildPrimitive makes what s describes on key, of any kind: a
+// lock.Locker (as Build does), a lock.ReadWriteLocker, a lock.Semaphore or
+// a lock.Latch, as Lookup(s.Variant).Kind says.
+func BuildPrimitive(s Spec, clients []redis.UniversalClient, key string, opts ...lock.Option) (lock.Primitive, error) {
+	if s.Kind() == KindLock {
+		return Build(s, clients, key, opts...)
+	}
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", lock.ErrConfig, err)
+	}
+	if len(clients) == 0 {
+		return nil, fmt.Errorf("%w: lock %s: no Redis clients", lock.ErrConfig, s.Variant)
+	}
+	common, specific := s.options()
+	mu.RLock()
+	e := registry[s.Variant]
+	mu.RUnlock()
+	if e.prim == nil {
+		return nil, fmt.Errorf("%w: lock %q cannot be built here", lock.ErrConfig, s.Variant)
+	}
+	return e.prim(s, clients, key, append(append(common, specific...), opts...))
 }
 
 // options returns the spec's options common to every variant and those
@@ -264,6 +379,9 @@ func (s Spec) options() (common, specific []lock.Option) {
 	if s.SetNXOnExtend {
 		v = append(v, adapters.RedsyncOptions(redsync.WithSetNXOnExtend()))
 	}
+	if s.ThreadWaitTime > 0 {
+		v = append(v, fair.WithThreadWaitTime(s.ThreadWaitTime))
+	}
 	return o, v
 }
 
@@ -275,4 +393,61 @@ func build(s Spec, clients []redis.UniversalClient, key string, opts []lock.Opti
 		return nil, fmt.Errorf("%w: lock %q cannot be built here", lock.ErrConfig, s.Variant)
 	}
 	return e.build(s, clients, key, opts)
+}
+
+// ACL is the least a Redis ACL user needs to run every built-in lock,
+// read-write lock, semaphore and latch on the keys starting with keyPrefix
+// (tumbler's workloads use "tumbler:"), in ACL SETUSER / "user" directive
+// form, without the user's name, on/off and password. For "tumbler:":
+//
+//	resetkeys ~tumbler:* ~{tumbler:* ~redisson_lock__channel:{tumbler:*
+//	~redisson_lock_queue:{tumbler:* ~redisson_lock_timeout:{tumbler:*
+//	~redisson_rwlock:{tumbler:* ~redisson_sc:{tumbler:*
+//	~redisson_countdownlatch__channel__{tumbler:*
+//	resetchannels &redisson_lock__channel:{tumbler:* &redisson_rwlock:{tumbler:*
+//	&redisson_sc:{tumbler:* &redisson_countdownlatch__channel__{tumbler:*
+//	-@all +ping +set +get +getrange +del +setnx +getset +pexpire +pttl +incr
+//	+exists +type +hexists +hincrby +publish +subscribe +eval +evalsha +wait
+//	+hget +hset +hdel +hlen +lindex +lpop +rpush +lrem +zadd +zrem +zscore
+//	+zrange +zrangebyscore +incrby +decrby +decr
+//
+// The key patterns are the keys the locks use (the fair lock's queue and
+// timeout set, a permit-expirable semaphore's "{key}:timeout" set) and the
+// channels they pass as keys to their scripts; the channels are their
+// wake-up channels, each named by its package (Redisson's names). The
+// commands are those the locks send and those their Lua scripts call (a
+// script's commands are checked against the caller's rights), plus PING,
+// with which a run checks each client's login before it starts. Every other
+// rule is needed by some lock: TestACLIsLeast drops each in turn and
+// watches a lock fail. The README documents this ACL.
+func ACL(keyPrefix string) []string {
+	pattern := func(name string) string { return strings.TrimSuffix(name, "}") + "*" }
+	channels := []string{
+		pattern(reentrant.Channel(keyPrefix)), // also the fair lock's, per waiter
+		pattern(rwlock.Channel(keyPrefix)),
+		pattern(semaphore.Channel(keyPrefix)),
+		pattern(latch.Channel(keyPrefix)),
+	}
+	keys := []string{keyPrefix + "*", "{" + keyPrefix + "*", pattern(fair.Queue(keyPrefix)), pattern(fair.Timeouts(keyPrefix))}
+	out := []string{"resetkeys"}
+	for _, k := range append(keys, channels...) { // releases pass their channel as a key
+		out = append(out, "~"+k)
+	}
+	out = append(out, "resetchannels")
+	for _, c := range channels {
+		out = append(out, "&"+c)
+	}
+	out = append(out, "-@all")
+	for _, c := range ACLCommands {
+		out = append(out, "+"+c)
+	}
+	return out
+}
+
+// ACLCommands are the commands ACL allows.
+var ACLCommands = []string{
+	"ping", "set", "get", "getrange", "del", "setnx", "getset", "pexpire", "pttl", "incr", "exists", "type",
+	"hexists", "hincrby", "publish", "subscribe", "eval", "evalsha", "wait",
+	"hget", "hset", "hdel", "hlen", "lindex", "lpop", "rpush", "lrem", "zadd", "zrem", "zscore",
+	"zrange", "zrangebyscore", "incrby", "decrby", "decr",
 }

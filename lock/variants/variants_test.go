@@ -16,7 +16,9 @@ import (
 )
 
 // TestEveryVariantBuildsAndLocks builds each registered variant on real
-// servers and checks that a second owner is refused while the first holds.
+// servers and checks that a second owner is refused while the first holds
+// (for a semaphore of one permit: a second holder; for a latch: that it
+// counts).
 func TestEveryVariantBuildsAndLocks(t *testing.T) {
 	servers := redistest.Start(t, 3)
 	clients := locktest.Clients(t, redistest.Addrs(servers))
@@ -24,34 +26,82 @@ func TestEveryVariantBuildsAndLocks(t *testing.T) {
 	defer cancel()
 	specs := []Spec{{Variant: "watchdog", Inner: "redlock", TTL: time.Second}}
 	for _, n := range Names() {
-		specs = append(specs, Spec{Variant: n, TTL: time.Second})
+		s := Spec{Variant: n, TTL: time.Second}
+		if s.Kind() == KindSemaphore {
+			s.Permits = 1
+		}
+		specs = append(specs, s)
 	}
 	for _, s := range specs {
 		t.Run(s.Variant+"/"+s.Inner, func(t *testing.T) {
 			key := "variants:" + s.Variant + ":" + s.Inner
-			a, err := Build(s, clients, key)
+			pa, err := BuildPrimitive(s, clients, key)
 			if err != nil {
 				t.Fatalf("build: %v", err)
 			}
-			b, err := Build(s, clients, key)
+			pb, err := BuildPrimitive(s, clients, key)
 			if err != nil {
 				t.Fatalf("build: %v", err)
 			}
-			la, err := a.Acquire(ctx)
-			if err != nil {
-				t.Fatalf("acquire: %v", err)
+			if pa.Key() != key {
+				t.Fatalf("Key() = %q, want %q", pa.Key(), key)
 			}
-			if _, err := b.Acquire(ctx); !errors.Is(err, lock.ErrNotObtained) {
-				t.Fatalf("second owner: err = %v, want ErrNotObtained", err)
+			switch s.Kind() {
+			case KindLock:
+				exclusive(ctx, t, pa.(lock.Locker), pb.(lock.Locker))
+				if _, err := Build(s, clients, key); err != nil {
+					t.Fatalf("Build of a lock: %v", err)
+				}
+			case KindReadWrite:
+				exclusive(ctx, t, pa.(lock.ReadWriteLocker).WriteLock(), pb.(lock.ReadWriteLocker).WriteLock())
+			case KindSemaphore:
+				a, b := pa.(lock.Semaphore), pb.(lock.Semaphore)
+				if _, err := a.TrySetPermits(ctx); err != nil {
+					t.Fatal(err)
+				}
+				exclusive(ctx, t, a, b)
+			case KindLatch:
+				a := pa.(lock.Latch)
+				if _, err := a.TrySetCount(ctx, 1); err != nil {
+					t.Fatal(err)
+				}
+				if n, err := pb.(lock.Latch).Count(ctx); err != nil || n != 1 {
+					t.Fatalf("count = %d, %v", n, err)
+				}
+			default:
+				t.Fatalf("unknown kind %q", s.Kind())
 			}
-			if err := a.Release(ctx, la); err != nil {
-				t.Fatalf("release: %v", err)
+			if s.Kind() != KindLock {
+				if _, err := Build(s, clients, key); !errors.Is(err, lock.ErrConfig) {
+					t.Fatalf("Build of a %s: err = %v, want ErrConfig", s.Kind(), err)
+				}
 			}
-			wantAll := s.Variant == "redlock" || s.Variant == "redsync" || s.Inner == "redlock"
+			all := map[string]bool{"redlock": true, "redsync": true, "multi": true, "redisson-redlock": true}
+			wantAll := all[s.Variant] || all[s.Inner]
 			if s.AllNodes() != wantAll {
 				t.Fatalf("AllNodes() = %v, want %v", s.AllNodes(), wantAll)
 			}
 		})
+	}
+}
+
+type acqRel interface {
+	Acquire(context.Context) (lock.Lease, error)
+	Release(context.Context, lock.Lease) error
+}
+
+// exclusive: b is refused while a holds, and a's release works.
+func exclusive(ctx context.Context, t *testing.T, a, b acqRel) {
+	t.Helper()
+	la, err := a.Acquire(ctx)
+	if err != nil {
+		t.Fatalf("acquire: %v", err)
+	}
+	if _, err := b.Acquire(ctx); !errors.Is(err, lock.ErrNotObtained) {
+		t.Fatalf("second owner: err = %v, want ErrNotObtained", err)
+	}
+	if err := a.Release(ctx, la); err != nil {
+		t.Fatalf("release: %v", err)
 	}
 }
 
@@ -66,6 +116,10 @@ func TestSpecErrorsNameTheProblem(t *testing.T) {
 		{Spec{Variant: "single", Inner: "redlock", TTL: time.Second}, "inner applies only to watchdog"},
 		{Spec{Variant: "redlock", WaitReplicas: 1, TTL: time.Second}, "wait_replicas applies only to single and fenced"},
 		{Spec{Variant: "redlock", SetNXOnExtend: true, TTL: time.Second}, "setnx_on_extend applies only to redsync"},
+		{Spec{Variant: "semaphore", TTL: time.Second}, "permits 0, want at least 1"},
+		{Spec{Variant: "single", Permits: 2, TTL: time.Second}, "permits applies only to semaphores"},
+		{Spec{Variant: "single", ThreadWaitTime: time.Second, TTL: time.Second}, "thread_wait_time applies only to fair"},
+		{Spec{Variant: "watchdog", Inner: "latch", TTL: time.Second}, "inner latch is a latch, not a lock"},
 	}
 	for _, c := range cases {
 		err := c.spec.Validate()
@@ -95,6 +149,9 @@ func TestRegisterOwnLock(t *testing.T) {
 	}
 	if err := Register(Info{Name: name}, func(Spec, []redis.UniversalClient, string, []lock.Option) (lock.Locker, error) { return nil, nil }); err == nil {
 		t.Fatal("a second registration of the same name was accepted")
+	}
+	if err := Register(Info{Name: name + "-rw", Kind: KindReadWrite}, func(Spec, []redis.UniversalClient, string, []lock.Option) (lock.Locker, error) { return nil, nil }); err == nil {
+		t.Fatal("a read-write kind with a Locker build function was accepted")
 	}
 	if i, err := Lookup(name); err != nil || i.Doc != "a user's lock" {
 		t.Fatalf("Lookup = %+v, %v", i, err)

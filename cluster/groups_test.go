@@ -1,0 +1,96 @@
+package cluster
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TestGroupsPromote starts two groups, checks that each replica follows its
+// primary, promotes one group's replica and checks that the clients' proxy
+// of that group now leads to it while the other group is untouched.
+func TestGroupsPromote(t *testing.T) {
+	topo, err := ParseTopology("groups:2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(topo.Nodes(), ","); got != "n1,n1r,n2,n2r" {
+		t.Fatalf("nodes %s", got)
+	}
+	if g, other, ok := topo.GroupOf("n2r"); !ok || g != "n2" || other != "n2" {
+		t.Fatalf("GroupOf(n2r) = %s, %s, %v", g, other, ok)
+	}
+	if _, _, ok := topo.GroupOf("n3"); ok {
+		t.Fatal("GroupOf(n3) found a group of groups:2")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := Start(ctx, Spec{Topology: topo, Clients: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	view, err := c.ClientView(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(view.Nodes, ","); got != "n1,n2" {
+		t.Fatalf("client view nodes %s, want the group slots n1,n2", got)
+	}
+	g1 := redis.NewClient(&redis.Options{Addr: view.Addrs["n1"], MaxRetries: -1})
+	defer g1.Close()
+	if err := g1.Set(ctx, "k", "before", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	replica := redis.NewClient(&redis.Options{Addr: c.nodes["n1r"].addr})
+	defer replica.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for replica.Get(ctx, "k").Val() != "before" {
+		if time.Now().After(deadline) {
+			t.Fatal("n1r never got the write made on n1")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Cut group 1's replication, write, promote: the write is lost.
+	if err := c.Cut(Blackhole, Both, ReplicationLink("n1r", "n1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := g1.Set(ctx, "k", "after", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := c.PrimaryOf(ctx, "n1r"); p != "n1" {
+		t.Fatalf("primary of group 1 = %s, want n1", p)
+	}
+	if err := c.Promote(ctx, "n1r"); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := c.PrimaryOf(ctx, "n1"); p != "n1r" {
+		t.Fatalf("primary of group 1 after the promotion = %s, want n1r", p)
+	}
+	if p, _ := c.PrimaryOf(ctx, "n2r"); p != "n2" {
+		t.Fatalf("primary of group 2 = %s, want n2", p)
+	}
+	var got string
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		got, err = g1.Get(ctx, "k").Result()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group 1 through the client's proxy after the promotion: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got != "before" {
+		t.Fatalf("group 1 reads %q after promoting its lagging replica, want the replica's %q", got, "before")
+	}
+	if err := g1.Set(ctx, "k2", "x", 0).Err(); err != nil {
+		t.Fatalf("write to group 1's new primary: %v", err)
+	}
+	if _, err := c.Primary(ctx); err == nil {
+		t.Fatal("Primary of a groups topology answered one node")
+	}
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tumbler-dev/tumbler/access"
+	"github.com/tumbler-dev/tumbler/audit"
+	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/runner"
+)
+
+func (a *app) auditCmd() *cobra.Command {
+	var external string
+	var nodes, sentinels []string
+	var ttl time.Duration
+	var asJSON bool
+	var target targetFlags
+	cmd := &cobra.Command{
+		Use:   "audit --external FILE | --node ADDR... [--sentinel ADDR...]",
+		Short: "Read a deployment's settings and name the catalog rows its risks expose locks to",
+		Long: `audit reads a Redis or Valkey deployment's settings — CONFIG GET, INFO, ROLE,
+TIME, SENTINEL MASTERS, CLUSTER INFO and the server version; it changes
+nothing — and prints each setting that exposes a lock to a failure mode,
+next to the catalog rows that demonstrate it: persistence and appendfsync
+(the restart rows), min-replicas-to-write without WAIT (the failover and
+split-brain rows), Sentinel's down-after-milliseconds and failover-timeout
+against the lock TTL, a maxmemory-policy that can evict lock keys, a
+primary or replicas without persistence, clocks off the auditor's, cluster
+mode. Reproduce a row against the same deployment with
+"tumbler reproduce ROW --external FILE".
+
+The nodes come from an external configuration (--external, the file the
+external provider reads, with its "access" block) or from --node and
+--sentinel; --auth-*/--admin-*/--tls-* log in (CONFIG GET needs the admin's
+rights: the admin's credentials are used where given).
+
+Exit codes: 0 nothing risky, 1 something risky, 254 bad arguments or a login
+refused, 255 a node could not be read.`,
+		Example: `  tumbler audit --external deploy/external.json
+  tumbler audit --node 10.0.0.11:6379 --node 10.0.0.12:6379 --sentinel 10.0.0.21:26379 --ttl 30s --json
+  tumbler audit --node redis.internal:6380 --auth-user ops --auth-password-env OPS_PW --tls-ca ca.crt`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var d audit.Deployment
+			var acc *access.Config
+			switch {
+			case external != "" && (len(nodes) > 0 || len(sentinels) > 0):
+				return errors.New("--external conflicts with --node and --sentinel: give one")
+			case external != "":
+				cfg, err := cluster.LoadExternalConfig(external)
+				if err != nil {
+					return fmt.Errorf("--external: %w", err)
+				}
+				d, acc = audit.FromExternal(cfg), cfg.Access
+			case len(nodes) == 0:
+				return errors.New("give the deployment: --external FILE, or --node ADDR (and --sentinel ADDR)")
+			default:
+				d = audit.Deployment{Nodes: map[string]string{}, Sentinels: map[string]string{}}
+				for i, n := range nodes {
+					d.Nodes["n"+strconv.Itoa(i+1)] = n
+				}
+				for i, s := range sentinels {
+					d.Sentinels["s"+strconv.Itoa(i+1)] = s
+				}
+			}
+			t, err := target.target()
+			if err != nil {
+				return err
+			}
+			if t.Access != nil {
+				acc = t.Access
+			}
+			if ttl < 0 {
+				return fmt.Errorf("--ttl: %v is negative", ttl)
+			}
+			d.TTL = ttl
+			if acc != nil {
+				who := acc.Admin
+				if who.IsZero() {
+					who = acc.Client
+				}
+				if d.Login, err = access.Resolve(who, acc.TLS); err != nil {
+					return fmt.Errorf("--auth-*/--admin-*/--tls-*: %w", err)
+				}
+			}
+			ctx, stop := a.interruptible(cmd.Context())
+			defer stop()
+			rep, err := audit.Run(ctx, d)
+			if err != nil {
+				if errors.Is(err, cluster.ErrAccess) {
+					return &exitError{runner.ExitBadInput, err}
+				}
+				return &exitError{runner.ExitHarness, err}
+			}
+			if asJSON {
+				b, _ := json.MarshalIndent(rep, "", "  ")
+				fmt.Fprintf(a.stdout, "%s\n", b)
+			} else if err := rep.WriteText(a.stdout); err != nil {
+				return failed(err)
+			}
+			if rep.Risky() {
+				return exit(runner.ExitInvalid)
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&external, "external", "", "the deployment's external configuration (its nodes, Sentinels and access)")
+	fs.StringSliceVar(&nodes, "node", nil, "a data node's address host:port (repeat, or comma separated)")
+	fs.StringSliceVar(&sentinels, "sentinel", nil, "a Sentinel's address host:port (repeat, or comma separated)")
+	fs.DurationVar(&ttl, "ttl", audit.DefaultTTL, "the TTL of the locks the deployment serves, to weigh Sentinel's timings and clock skew against")
+	fs.BoolVar(&asJSON, "json", false, "print the findings as JSON")
+	target.bindAccess(fs)
+	return cmd
+}

@@ -1,0 +1,60 @@
+package nemesis
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ClientClock shifts a client's wall clock by Offset for For.
+const ClientClock Kind = "client-clock"
+
+type clientClock struct{ kindBase }
+
+func (clientClock) kind() Kind { return ClientClock }
+
+func (clientClock) doc() string {
+	return "shifts clients' wall clocks by \"offset\" for \"for\"; offsets on one client add up"
+}
+
+func (clientClock) fields() []string { return []string{"clients", "client", "offset"} }
+
+func (clientClock) needs() needs { return needs{clients: true} }
+
+func (clientClock) targets() targetKind { return targetsClients }
+
+func (clientClock) check(c *compiled, _ Setup) error {
+	if c.offset == 0 {
+		return errors.New("needs a non-zero \"offset\"")
+	}
+	return nil
+}
+
+func (clientClock) apply(r *runner, i int, t target) error {
+	st := r.steps[i]
+	for _, cl := range t.clients {
+		st.undo = append(st.undo, func() error { return r.setClientOffset(cl, i, 0) })
+		if err := r.setClientOffset(cl, i, st.c.offset); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (clientClock) describe(c *compiled, t target) string {
+	return fmt.Sprintf("shift the clock of %s by %s for %v", clientsText(c, t.clients), signed(c.offset), c.dur)
+}
+
+// draw: the holder of the next grant, or a client at random; an offset of
+// a magnitude of the TTL either way.
+func (clientClock) draw(g *gen, a aim) (Step, bool) {
+	st := Step{Fault: ClientClock, Offset: g.signedMag(), For: g.mag()}
+	switch a {
+	case aimLease:
+		st.Client = Holder
+	case aimAny:
+		st.Clients = []int{g.rng.IntN(g.o.Clients)}
+	default:
+		return st, false
+	}
+	return st, true
+}

@@ -1,0 +1,74 @@
+package nemesis
+
+import (
+	"fmt"
+
+	"github.com/tumbler-dev/tumbler/cluster"
+)
+
+// Kill SIGKILLs the nodes, keeps them down for For, then starts them with
+// Persistence ("" keeps each node's mode).
+const Kill Kind = "kill"
+
+type kill struct{ kindBase }
+
+func (kill) kind() Kind { return Kill }
+
+func (kill) doc() string {
+	return "SIGKILLs nodes and starts them again after \"for\" (with \"persistence\": none comes back empty, an AOF mode loads its file; by default the node's own)"
+}
+
+func (kill) targets() targetKind { return targetsNodes }
+
+func (kill) fields() []string { return []string{"nodes", "node", "persistence"} }
+
+func (kill) needs() needs { return needs{controls: cluster.CanKill} }
+
+func (kill) traits() traits { return traits{lifecycle: true, allowance: startAllowance, forgets: true} }
+
+func (kill) check(c *compiled, s Setup) error { return checkWipe(c, s) }
+
+// checkWipe refuses a start in a persistence mode the provider cannot
+// start a node in: empty needs a wipe, an AOF mode the persistence control.
+func checkWipe(c *compiled, s Setup) error {
+	need := cluster.CanPersist
+	switch c.Persistence {
+	case "":
+		return nil
+	case cluster.PersistNone:
+		need = cluster.CanWipe
+	}
+	if err := s.provides(need); err != nil {
+		return fmt.Errorf("persistence %q: %w", c.Persistence, err)
+	}
+	return nil
+}
+
+func (kill) apply(r *runner, i int, t target) error {
+	return r.down(i, t.nodes, r.steps[i].c.Persistence)
+}
+
+func (kill) describe(c *compiled, t target) string {
+	how := "with its persistence"
+	if c.Persistence != "" {
+		how = "with persistence " + string(c.Persistence)
+	}
+	return fmt.Sprintf("kill %s for %v, then start it again %s", nodesText(c, t), c.dur, how)
+}
+
+// draw: aimed at the lease, a node it rests on (the primary, replicated)
+// on the next grant, down briefly so it is back while the holder still
+// holds; at random, up to a majority of the nodes for a magnitude of the
+// TTL. The persistence of the start is drawn, unless the run fixed it.
+func (kill) draw(g *gen, a aim) (Step, bool) {
+	st := Step{Fault: Kill, Persistence: g.persistence(a)}
+	switch a {
+	case aimLease:
+		st.Node, st.For = g.leaseNode(), g.brief()
+	case aimAny:
+		st.Nodes, st.For = g.someNodes(), g.mag()
+	default:
+		return st, false
+	}
+	return st, true
+}

@@ -1,0 +1,67 @@
+package nemesis
+
+import "github.com/tumbler-dev/tumbler/cluster"
+
+// Partition cuts links (see Shape) for For.
+const Partition Kind = "partition"
+
+type partition struct{ kindBase }
+
+func (partition) kind() Kind { return Partition }
+
+func (partition) doc() string {
+	return "cuts links — the shape's: clients from nodes, a client from every node, replication, a bridge, named links — for \"for\", dropping packets (blackhole) or refusing connections (reset), one way or both"
+}
+
+func (partition) fields() []string {
+	return []string{"shape", "nodes", "node", "clients", "client", "links", "mode", "direction"}
+}
+
+func (partition) needs() needs { return needs{links: true} }
+
+func (partition) targets() targetKind { return targetsLinks }
+
+func (partition) check(c *compiled, s Setup) error { return c.compileShape(s) }
+
+func (partition) apply(r *runner, i int, t target) error { return r.applyLinks(i, t) }
+
+func (partition) describe(c *compiled, t target) string { return describeLinks(c, world{}, t, c.Links) }
+
+// draw: at random, a shape the setup offers; aimed at the lease, the
+// holder cut from every node; as the setup of a bare majority, N/2 nodes
+// cut from every client, so the next lease rests on exactly a majority,
+// healed a little before that holder would release.
+func (partition) draw(g *gen, a aim) (Step, bool) {
+	st := Step{Fault: Partition}
+	switch a {
+	case aimCut:
+		if !g.bareMajority() {
+			return st, false
+		}
+		n := len(g.o.Topology.Nodes())
+		st.Nodes, st.For = g.nodes(n/2), g.cutFor()
+		// Mostly reset: a client such as redsync waits for every node, and
+		// behind a blackhole each of its acquires would outlast the cut.
+		// Both directions: a cut of the replies only would let the next
+		// acquire's SETs through.
+		st.Mode = cluster.Reset
+		if g.rng.IntN(3) == 0 {
+			st.Mode = cluster.Blackhole
+		}
+		return st, true
+	case aimLease:
+		if g.o.Clients == 0 {
+			return st, false
+		}
+		st.Shape, st.Client, st.For = ShapeClient, Holder, g.mag()
+	default:
+		shapes := g.shapes(Partition)
+		if len(shapes) == 0 {
+			return st, false
+		}
+		st.For = g.mag()
+		g.shape(&st, g.oneOf(shapes...))
+	}
+	g.cut(&st)
+	return st, true
+}

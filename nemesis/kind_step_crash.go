@@ -1,0 +1,44 @@
+package nemesis
+
+import (
+	"errors"
+	"fmt"
+)
+
+// StepCrash arms a client to crash when it next reaches the lock step
+// Step; the arming lasts For.
+const StepCrash Kind = "step-crash"
+
+type stepCrash struct{ kindBase }
+
+func (stepCrash) kind() Kind { return StepCrash }
+
+func (stepCrash) doc() string {
+	return "arms clients to crash when they next reach the lock step \"step\"; the arming lasts \"for\""
+}
+
+func (stepCrash) fields() []string { return []string{"clients", "client", "step"} }
+
+func (stepCrash) needs() needs { return needs{clients: true} }
+
+func (stepCrash) targets() targetKind { return targetsClients }
+
+func (stepCrash) traits() traits { return traits{arms: true} }
+
+func (stepCrash) check(c *compiled, _ Setup) error {
+	if c.LockStep == "" {
+		return errors.New("needs the lock \"step\" to arm")
+	}
+	return nil
+}
+
+func (stepCrash) apply(r *runner, i int, t target) error {
+	return r.arm(i, t.clients, StepAction{Crash: true})
+}
+
+func (stepCrash) describe(c *compiled, t target) string {
+	return fmt.Sprintf("arm %s to crash at lock step %q (armed for %v)", clientsText(c, t.clients), c.LockStep, c.dur)
+}
+
+// draw: as step-pause, without the pause.
+func (stepCrash) draw(g *gen, a aim) (Step, bool) { return armDraw(g, a, StepCrash) }

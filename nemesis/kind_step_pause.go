@@ -1,0 +1,72 @@
+package nemesis
+
+import (
+	"errors"
+	"fmt"
+)
+
+// StepPause arms a client to stop for Pause when it next reaches the lock
+// step Step; the arming lasts For.
+const StepPause Kind = "step-pause"
+
+type stepPause struct{ kindBase }
+
+func (stepPause) kind() Kind { return StepPause }
+
+func (stepPause) doc() string {
+	return "arms clients to stop (SIGSTOP) for \"pause\" when they next reach the lock step \"step\"; the arming lasts \"for\""
+}
+
+func (stepPause) fields() []string { return []string{"clients", "client", "step", "pause"} }
+
+func (stepPause) needs() needs { return needs{clients: true, processClients: true} }
+
+func (stepPause) targets() targetKind { return targetsClients }
+
+func (stepPause) traits() traits { return traits{arms: true} }
+
+func (stepPause) check(c *compiled, _ Setup) error {
+	if c.LockStep == "" {
+		return errors.New("needs the lock \"step\" to arm")
+	}
+	if c.pause <= 0 {
+		return fmt.Errorf("needs a positive \"pause\", got %q", c.Pause)
+	}
+	return nil
+}
+
+func (stepPause) apply(r *runner, i int, t target) error {
+	return r.arm(i, t.clients, StepAction{Pause: r.steps[i].c.pause})
+}
+
+func (stepPause) describe(c *compiled, t target) string {
+	return fmt.Sprintf("arm %s to pause %v at lock step %q (armed for %v)", clientsText(c, t.clients), c.pause, c.LockStep, c.dur)
+}
+
+// draw: the holder of the next grant (it is the one about to reach the
+// steps after the grant), or a client at random; the pause past the TTL
+// more often than not (that is when the lease runs out under it).
+func (stepPause) draw(g *gen, a aim) (Step, bool) {
+	st, ok := armDraw(g, a, StepPause)
+	if g.rng.IntN(3) > 0 {
+		st.Pause = TTLs(g.between(1.2, 2.5))
+	} else {
+		st.Pause = g.mag()
+	}
+	return st, ok
+}
+
+// armDraw is what step-pause and step-crash draw alike: the target, the
+// step (from GenOptions.LockSteps), and an arming of one or two TTLs.
+func armDraw(g *gen, a aim, k Kind) (Step, bool) {
+	st := Step{Fault: k, LockStep: g.oneOf(g.o.LockSteps...), For: TTLs(float64(1 + g.rng.IntN(2)))}
+	switch a {
+	case aimLease:
+		st.Client = Holder
+	case aimAny:
+		st.Clients = []int{g.rng.IntN(g.o.Clients)}
+	default:
+		return st, false
+	}
+	return st, true
+}

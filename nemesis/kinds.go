@@ -1,0 +1,304 @@
+package nemesis
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tumbler-dev/tumbler/cluster"
+)
+
+// faultKind is everything the package knows about one kind of fault, kept
+// in the kind's own file (kind_<name>.go), in the manner of etcd's
+// robustness failpoints and Jepsen's nemesis packages: the kind bundles its
+// fields and their rules, what it needs of the run, how it is applied and
+// healed, its sentence in the history, and how the generator draws it.
+// What faults share — the event loop, the link table, undo lists, counted
+// pauses, gates and clock shares, the overlap rules, target selectors —
+// stays in the shared files.
+type faultKind interface {
+	kind() Kind
+	// doc is one sentence saying what the fault does.
+	doc() string
+	// fields are the step fields it takes besides the ones every step has
+	// (at, trigger, key, timeout, on_timeout, fault, for), targets first.
+	fields() []string
+	// duration says what it takes as "for".
+	duration() forRule
+	// needs is what it needs of the run at all (Kind.Available).
+	needs() needs
+	// targets says what its steps must name.
+	targets() targetKind
+	// traits say how it shares its targets with other faults.
+	traits() traits
+	// check is the kind's own rules on a step, after the shared ones
+	// (fields, spans, selectors, target names) passed.
+	check(c *compiled, s Setup) error
+	// apply starts step i's fault on its resolved targets, registering an
+	// undo for each part as soon as it took effect (see runner.apply).
+	apply(r *runner, i int, t target) error
+	// describe is the fault's sentence, with its targets as resolved (or
+	// as planned, for a step that was skipped).
+	describe(c *compiled, t target) string
+	// draw makes a step of this kind for the generator aimed as asked;
+	// false when the kind has no such shape in this run.
+	draw(g *gen, a aim) (Step, bool)
+}
+
+// registry lists every kind, in the order the documentation gives them.
+var registry = []faultKind{
+	partition{}, latency{}, kill{}, restart{}, pause{}, clock{}, failover{},
+	clientPause{}, clientClock{}, stepPause{}, stepCrash{}, clientPartition{},
+}
+
+// Kinds lists every fault kind.
+var Kinds = func() []Kind {
+	out := make([]Kind, len(registry))
+	for i, k := range registry {
+		out[i] = k.kind()
+	}
+	return out
+}()
+
+func lookup(k Kind) (faultKind, error) {
+	for _, fk := range registry {
+		if fk.kind() == k {
+			return fk, nil
+		}
+	}
+	names := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		names[i] = string(k)
+	}
+	return nil, fmt.Errorf("unknown fault %q (known: %s)", k, strings.Join(names, ", "))
+}
+
+// Available says why a run with setup s cannot take the kind at all, or nil
+// when it can: the topology, the clients and their mode, the clock shim and
+// the provider's controls it needs. Unknown kinds are an error too.
+func (k Kind) Available(s Setup) error {
+	fk, err := lookup(k)
+	if err != nil {
+		return err
+	}
+	return fk.needs().check(s)
+}
+
+// ArmsStep reports whether the kind arms a lock step (step-pause,
+// step-crash): it acts only if a target client reaches that step while armed.
+func (k Kind) ArmsStep() bool {
+	fk, err := lookup(k)
+	return err == nil && fk.traits().arms
+}
+
+// NeedsNodeClock reports whether the kind shifts the data nodes' clocks,
+// so the cluster must start them with the clock shim.
+func (k Kind) NeedsNodeClock() bool {
+	fk, err := lookup(k)
+	return err == nil && fk.needs().nodeClock
+}
+
+// NeedsNodeClock reports whether any step of the plan needs the data
+// nodes' clock shim.
+func (p Plan) NeedsNodeClock() bool {
+	return slices.ContainsFunc(p.Steps, func(s Step) bool { return s.Fault.NeedsNodeClock() })
+}
+
+// forRule says what a kind takes as "for".
+type forRule int
+
+const (
+	forPositive forRule = iota // how long until the heal: required
+	forZero                    // none: the fault ends by itself
+	forAny                     // optional: at least this long
+)
+
+func (f forRule) String() string {
+	return [...]string{"for > 0", "no for", "for ≥ 0"}[f]
+}
+
+// targetKind is what a kind's steps must name.
+type targetKind int
+
+const (
+	targetsNone    targetKind = iota // the fault picks its own (failover)
+	targetsNodes                     // "nodes" or "node"
+	targetsClients                   // "clients" or "client"
+	targetsLinks                     // links by shape: nodes, clients, links or none
+)
+
+// traits say how a kind shares its targets with other faults; the overlap
+// rules and the runner read them.
+type traits struct {
+	// lifecycle: it stops a node (kill, restart, pause). A node takes one
+	// such fault at a time, and none during a failover.
+	lifecycle bool
+	// failover: it moves the primary; one at a time, and no lifecycle
+	// fault on any node meanwhile.
+	failover bool
+	// arms: it arms a lock step; one step of one client is armed by one
+	// fault at a time.
+	arms bool
+	// delays: a link fault that delays rather than cuts.
+	delays bool
+	// gates: a link fault that also holds back the client's requests to
+	// the protected resource (counted gates).
+	gates bool
+	// forgets: aimed at a lease, it hits a node the lease rests on, which
+	// may then forget it or let it expire early (kill, restart, clock,
+	// pause): a follow-up to a bare-majority cut.
+	forgets bool
+	// allowance is how long the fault may last past its planned end: a
+	// node's start, a failover. The generator leaves that much time.
+	allowance time.Duration
+}
+
+// needs is what a kind needs of the run at all.
+type needs struct {
+	// controls of the provider (cluster.Controls).
+	controls cluster.Controls
+	// nodeClock: the data nodes run with the clock shim.
+	nodeClock bool
+	// replicated: a topology with replicas (replicated, or groups of a
+	// primary and a replica).
+	replicated bool
+	// clients: the run has workload clients.
+	clients bool
+	// processClients: the clients run as processes (a real SIGSTOP).
+	processClients bool
+	// links: something to cut or delay — clients, or replication links.
+	links bool
+}
+
+func (n needs) check(s Setup) error {
+	switch {
+	case n.replicated && s.Topology.Kind != cluster.Replicated && s.Topology.Kind != cluster.Groups:
+		return fmt.Errorf("topology %s has no replicas", s.Topology)
+	case n.links && s.Clients == 0 && s.Topology.Kind != cluster.Replicated:
+		return fmt.Errorf("topology %s without clients has no links to act on", s.Topology)
+	case n.clients && s.Clients == 0:
+		return errors.New("the run has no clients")
+	case n.processClients && s.ClientMode == InProcessClients:
+		return errors.New("needs clients in process mode: a real pause is a SIGSTOP of the client's process")
+	case n.nodeClock && !s.NodeClock:
+		return errors.New("the data nodes run without the clock shim (start the cluster with Spec.Clock)")
+	}
+	return s.provides(n.controls)
+}
+
+// provides says why the setup's provider lacks a control in c, if it does.
+// Without a provider at hand every control is assumed.
+func (s Setup) provides(c cluster.Controls) error {
+	if s.Provider == "" || s.Controls.Has(c) {
+		return nil
+	}
+	return fmt.Errorf("needs a provider that can %s nodes; the %s provider can %s", cluster.Controls(c&^s.Controls), s.Provider, s.Controls)
+}
+
+// String is the needs as the documentation lists them.
+func (n needs) String() string {
+	var out []string
+	if n.replicated {
+		out = append(out, "a replicated topology")
+	}
+	if n.links {
+		out = append(out, "links (clients, or replication)")
+	}
+	if n.clients {
+		out = append(out, "clients")
+	}
+	if n.processClients {
+		out = append(out, "process clients")
+	}
+	if n.nodeClock {
+		out = append(out, "the clock shim")
+	}
+	if n.controls != 0 {
+		out = append(out, "provider control "+n.controls.String())
+	}
+	if len(out) == 0 {
+		return "nothing"
+	}
+	return strings.Join(out, ", ")
+}
+
+// common are the step fields every kind takes.
+var commonFields = []string{"at", "trigger", "key", "timeout", "on_timeout", "fault", "for"}
+
+// stepFields are the JSON names of every field of Step, in order.
+var stepFields = func() []string {
+	t := reflect.TypeFor[Step]()
+	out := make([]string, t.NumField())
+	for i := range out {
+		out[i], _, _ = strings.Cut(t.Field(i).Tag.Get("json"), ",")
+	}
+	return out
+}()
+
+// isZeroer is a field type with its own notion of absent (Span).
+type isZeroer interface{ IsZero() bool }
+
+// setFields are the JSON names of the step's fields that are set, besides
+// the common ones.
+func (st Step) setFields() []string {
+	v := reflect.ValueOf(st)
+	var out []string
+	for i, name := range stepFields {
+		if slices.Contains(commonFields, name) {
+			continue
+		}
+		f := v.Field(i)
+		set := !f.IsZero()
+		switch {
+		case f.Kind() == reflect.Slice:
+			set = f.Len() > 0
+		case f.Type().Implements(reflect.TypeFor[isZeroer]()):
+			set = !f.Interface().(isZeroer).IsZero()
+		}
+		if set {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// kindTable is the table of kinds the package documentation and the README
+// give, rendered from the registry: a test keeps them in step.
+func kindTable() string {
+	var b strings.Builder
+	for _, k := range registry {
+		fmt.Fprintf(&b, "%s\n", k.kind())
+		wrap(&b, k.doc())
+		wrap(&b, fmt.Sprintf("takes: %s; %s", strings.Join(k.fields(), ", "), k.duration()))
+		wrap(&b, "needs: "+k.needs().String())
+	}
+	return b.String()
+}
+
+// wrap writes text indented by four spaces, wrapped at 72 columns, its
+// continuation lines indented by six.
+func wrap(b *strings.Builder, text string) {
+	line := "    "
+	for _, w := range strings.Fields(text) {
+		if len(line)+1+len(w) > 72 && strings.TrimSpace(line) != "" {
+			b.WriteString(line + "\n")
+			line = "      "
+		}
+		if strings.TrimSpace(line) != "" {
+			line += " "
+		}
+		line += w
+	}
+	b.WriteString(line + "\n")
+}
+
+// kindBase gives a kind the common defaults.
+type kindBase struct{}
+
+func (kindBase) duration() forRule            { return forPositive }
+func (kindBase) needs() needs                 { return needs{} }
+func (kindBase) traits() traits               { return traits{} }
+func (kindBase) check(*compiled, Setup) error { return nil }

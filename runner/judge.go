@@ -1,0 +1,144 @@
+package runner
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/tumbler-dev/tumbler/checker"
+	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/reports"
+)
+
+// MaxRunTime is how long one run of a catalog row may take, from its start
+// to its check, for the row to count as reproduced (the catalog's bound on
+// a 2-core machine); a slower run is not, whatever its verdict.
+const MaxRunTime = 30 * time.Second
+
+// judged is what a judgement is made of: everything the run engine knows
+// once the history has been checked.
+type judged struct {
+	result *checker.Result // nil when the history was not checked
+	// err is the run's failure, if it failed.
+	err         error
+	interrupted bool
+	elapsed     time.Duration
+	// faults: the plan injects faults.
+	faults bool
+}
+
+// judge makes the run's judgement — the verdict, the exit code and, with
+// an expectation, whether the run reproduced it. It is the only place
+// either is decided; every output shows what it decided.
+func judge(expected *reports.Expectation, in judged) reports.Judgement {
+	j := reports.Judgement{Verdict: checker.Unknown}
+	if in.result != nil {
+		j.Verdict = in.result.Verdict
+	}
+	j.ExitCode = exitCode(j.Verdict, in.interrupted, in.err)
+	if expected != nil {
+		rep := reproduction(*expected, in)
+		j.Expected = &rep
+	}
+	return j
+}
+
+// reproduction judges a catalog row's expectation: reproduced when the
+// checkers' verdict meets it (an invalid row's anomaly of the expected
+// kind), the run neither failed nor was interrupted, it took at most
+// MaxRunTime, an invalid row's anomaly names one of the row's faults, the
+// acquires around each fault meet the row's availability bounds if it has
+// any, and every fault took effect (none skipped, every armed lock step
+// reached).
+func reproduction(e reports.Expectation, in judged) reports.Reproduction {
+	rep := reports.Reproduction{Expected: e, Observed: checker.Unknown, FirstAnomaly: -1}
+	if err := e.Validate(); err != nil {
+		rep.Why = err.Error()
+		return rep
+	}
+	res := in.result
+	if res == nil {
+		rep.Why = "the run was not checked"
+		if in.err != nil {
+			rep.Why = "the run failed: " + in.err.Error()
+		}
+		return rep
+	}
+	rep.Observed = res.Verdict
+	var first *checker.Anomaly
+	for i := range res.Anomalies {
+		a := &res.Anomalies[i]
+		if !slices.Contains(rep.Kinds, a.Kind) {
+			rep.Kinds = append(rep.Kinds, a.Kind)
+		}
+		if (e.Kind == "" || a.Kind == e.Kind) && (first == nil || a.At < first.At) {
+			first = a
+		}
+	}
+	if first != nil {
+		rep.FirstAnomaly, rep.Faults = first.At, first.Faults
+	}
+	switch {
+	case res.Verdict != e.Verdict:
+		rep.Why = fmt.Sprintf("expected %s, observed %s", e.Verdict, res.Verdict)
+		if res.Verdict == checker.Invalid {
+			rep.Why += fmt.Sprintf(" (%s)", anomalyKinds(rep.Kinds))
+		}
+		return rep
+	case e.Kind != "" && first == nil:
+		rep.Why = fmt.Sprintf("invalid as expected, but by %s, not %s", anomalyKinds(rep.Kinds), e.Kind)
+		return rep
+	case e.Verdict == checker.Invalid:
+		rep.Why = fmt.Sprintf("invalid as expected: %s at %.3f s", first.Kind, history.Seconds(first.At))
+		if len(first.Faults) > 0 {
+			rep.Why += fmt.Sprintf(", faults %v active", first.Faults)
+		}
+	default:
+		rep.Why = fmt.Sprintf("%s as expected", e.Verdict)
+	}
+	// The verdict meets the expectation; the run must also show it.
+	switch {
+	case in.err != nil:
+		rep.Why = "the run failed: " + in.err.Error() + " (" + rep.Why + ")"
+	case in.interrupted:
+		rep.Why = "interrupted before its time limit: " + rep.Why
+	case in.elapsed > MaxRunTime:
+		rep.Why = fmt.Sprintf("took %.1f s, over the %v a row may take (%s)", in.elapsed.Seconds(), MaxRunTime, rep.Why)
+	case e.Verdict == checker.Invalid && in.faults && len(rep.Faults) == 0:
+		// The catalog asks for the cause, not only the symptom: in a row
+		// with faults, the anomaly must be tied to one.
+		rep.Why = "the anomaly names no fault, though the row injects some: " + rep.Why
+	case e.Availability != nil && e.Availability.Check(res) != "":
+		// A row that asserts availability is judged on it beside the
+		// verdict.
+		rep.Why = fmt.Sprintf("%s, but its availability does not match: %s", rep.Why, e.Availability.Check(res))
+	case idleFault(res.Faults) != "":
+		// A verdict under faults that did nothing shows nothing: above all
+		// a valid one, which would hold trivially.
+		rep.Why = idleFault(res.Faults) + ", so the run does not show the row: " + rep.Why
+	default:
+		rep.Reproduced = true
+		if e.Availability != nil {
+			rep.Why += "; availability as expected (" + e.Availability.String() + ")"
+		}
+	}
+	return rep
+}
+
+// idleFault names a fault that did nothing (checker.FaultWindow.Idle).
+func idleFault(faults []checker.FaultWindow) string {
+	for _, f := range faults {
+		if why := f.Idle(); why != "" {
+			return fmt.Sprintf("fault %s (%s) was idle: %s", f.ID, f.Desc, why)
+		}
+	}
+	return ""
+}
+
+// anomalyKinds lists kinds for a sentence: "double-grant, stale-write".
+func anomalyKinds(ks []checker.Kind) string {
+	if len(ks) == 0 {
+		return "no anomaly"
+	}
+	return joinKinds(ks)
+}

@@ -1,0 +1,118 @@
+package runner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tumbler-dev/tumbler/access"
+	"github.com/tumbler-dev/tumbler/cluster"
+)
+
+// Providers are the values of Plan.Provider.
+var Providers = []string{"process", "docker", "external"}
+
+// Target is where a run's servers are and how to log in to them: settings
+// that move a plan without changing what it does. `run`, `reproduce`,
+// `matrix` and `audit` take the same flags for it, and Apply lays them
+// over a plan (a catalog row's, a plan file's or one built from flags). A
+// zero field keeps the plan's.
+type Target struct {
+	// Provider runs the servers: process, docker or external.
+	Provider string
+	// External is an external deployment's configuration file; it implies
+	// provider external.
+	External string
+	// Server is the software: redis or valkey.
+	Server string
+	// Access is how to authenticate and speak TLS; secrets are referenced,
+	// never given.
+	Access *access.Config
+}
+
+// Apply returns p moved onto t. Errors wrap ErrPlan and name the flag.
+func (t Target) Apply(p Plan) (Plan, error) {
+	bad := func(flag, format string, args ...any) (Plan, error) {
+		return Plan{}, fmt.Errorf("%w: --%s: %s", ErrPlan, flag, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case t.External != "" && t.Provider == "":
+		t.Provider = "external"
+	case t.External != "" && t.Provider != "external":
+		return bad("external", "names an external deployment, but --provider is %s", t.Provider)
+	case t.Provider == "external" && t.External == "" && p.External == "":
+		return bad("provider", "external needs --external FILE, the deployment's configuration")
+	}
+	if t.Provider != "" {
+		if !contains(Providers, t.Provider) {
+			return bad("provider", "%q unknown (valid: process, docker, external)", t.Provider)
+		}
+		p.Provider = t.Provider
+		if t.Provider != "external" {
+			p.External = ""
+		}
+	}
+	if t.External != "" {
+		p.External = t.External
+	}
+	if t.Server != "" {
+		srv, err := cluster.ParseServer(t.Server)
+		if err != nil {
+			return bad("server", "%v", err)
+		}
+		p.Server = srv
+	}
+	if t.Access != nil {
+		if err := t.Access.Validate(); err != nil {
+			return bad("auth", "%v", err)
+		}
+		p.Access = t.Access
+	}
+	return p, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Runnable checks, before anything starts, that p can run where it says:
+// the plan is valid (faults its provider cannot take are refused there)
+// and an external deployment has the plan's topology. The error says why
+// not, wrapping ErrPlan.
+func Runnable(p Plan) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	if p.Provider == "external" {
+		if err := externalRunnable(p); err != nil {
+			return err
+		}
+	}
+	// The provider's own answer: an external deployment's topology, and
+	// the node controls the faults need (a clock fault without a clock
+	// hook). The docker provider is asked when the run starts.
+	setup, err := p.probeSetup()
+	if err != nil {
+		return err
+	}
+	if err := p.nemesisPlan().Validate(setup); err != nil {
+		return fmt.Errorf("%w: faults: %w", ErrPlan, err)
+	}
+	return nil
+}
+
+// externalRunnable refuses what only the owner of an external deployment
+// can set up.
+func externalRunnable(p Plan) error {
+	if !p.SentinelDownAfter.IsZero() {
+		return fmt.Errorf("%w: it sets the Sentinels' down-after (sentinel_down_after), which an external deployment's owner does, not tumbler", ErrPlan)
+	}
+	if len(p.NodeConfig) > 0 {
+		return fmt.Errorf("%w: it configures the data nodes (node_config: %s), which an external deployment's owner does, not tumbler", ErrPlan, strings.Join(sortedKeys(p.NodeConfig), ", "))
+	}
+	return nil
+}

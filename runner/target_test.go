@@ -1,0 +1,82 @@
+package runner
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tumbler-dev/tumbler/cluster"
+)
+
+// Discovery and node settings are checked before anything starts, and a
+// target that cannot run a plan says why.
+func TestPlanTargetChecks(t *testing.T) {
+	sentinels, _ := cluster.ParseTopology("replicated:1+sentinels")
+	ext := filepath.Join(t.TempDir(), "ext.json")
+	if err := os.WriteFile(ext, []byte(`{"topology": "independent:1", "nodes": {"n1": {"addr": "127.0.0.1:7001"}},
+		"toxiproxy": "http://127.0.0.1:8474", "links": {"c0->n1": {}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		edit func(*Plan)
+		want string
+	}{
+		{"discovery unknown", func(p *Plan) { p.Lock.Discovery = "dns" }, "discovery \"dns\" unknown"},
+		{"sentinel discovery without sentinels", func(p *Plan) { p.Lock.Discovery = DiscoverySentinel }, "needs a topology with Sentinels"},
+		{"node config of the harness", func(p *Plan) { p.NodeConfig = map[string]string{"port": "1"} }, "port is set by the harness"},
+		{"node config name", func(p *Plan) { p.NodeConfig = map[string]string{"--x": "1"} }, "not a directive name"},
+		{"server", func(p *Plan) { p.Server = "keydb" }, "unknown server"},
+		{"down-after without sentinels", func(p *Plan) { p.SentinelDownAfter = span(t, "2s") }, "sentinel_down_after"},
+		{"down-after on an external deployment", func(p *Plan) {
+			p.Provider, p.External, p.Topology, p.SentinelDownAfter = "external", ext, sentinels, span(t, "2s")
+		}, "the Sentinels' down-after"},
+		{"node config on an external deployment", func(p *Plan) {
+			p.Provider, p.External = "external", ext
+			p.NodeConfig = map[string]string{"min-replicas-to-write": "1"}
+		}, "external deployment's owner"},
+		{"external of another topology", func(p *Plan) {
+			p.Provider, p.External, p.Topology, p.Lock.Discovery = "external", ext, sentinels, DiscoveryFixed
+		}, "needs topology replicated:1+sentinels"},
+	} {
+		p := basePlan(t, "checks")
+		c.edit(&p)
+		err := Runnable(p)
+		if !errors.Is(err, ErrPlan) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want ErrPlan mentioning %q", c.name, err, c.want)
+		}
+	}
+	p := basePlan(t, "fine")
+	p.Topology, p.Lock.Discovery = sentinels, DiscoverySentinel
+	p.NodeConfig = map[string]string{"min-replicas-to-write": "1"}
+	if err := Runnable(p); err != nil {
+		t.Errorf("sentinel discovery with node config on the process provider: %v", err)
+	}
+	if args := p.nodeArgs(); strings.Join(args, " ") != "--min-replicas-to-write 1" {
+		t.Errorf("node args %q", args)
+	}
+}
+
+// Target.Apply moves a plan and names the flag at fault.
+func TestTargetApply(t *testing.T) {
+	p := basePlan(t, "t")
+	got, err := Target{Provider: "docker", Server: "valkey"}.Apply(p)
+	if err != nil || got.Provider != "docker" || got.Server != cluster.Valkey {
+		t.Fatalf("%+v, %v", got, err)
+	}
+	for _, c := range []struct {
+		t    Target
+		want string
+	}{
+		{Target{Provider: "k8s"}, "--provider"},
+		{Target{Provider: "docker", External: "x.json"}, "--external"},
+		{Target{Provider: "external"}, "--external FILE"},
+		{Target{Server: "memcached"}, "--server"},
+	} {
+		if _, err := c.t.Apply(p); !errors.Is(err, ErrPlan) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.t, err, c.want)
+		}
+	}
+}
