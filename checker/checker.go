@@ -100,6 +100,12 @@ const (
 	LatchStuck Kind = "latch-stuck"
 )
 
+// AnomalyKinds lists every anomaly kind, in the order above.
+var AnomalyKinds = []Kind{
+	DoubleGrant, NotLinearizable, TokenReuse, TokenOrder, StaleWrite, LostUpdate, Unavailable,
+	WriterOverlap, UnfairGrant, PermitsExceeded, LatchEarly, LatchStuck,
+}
+
 // Warning kinds: noted, not anomalies.
 const (
 	// WriteOutsideLease: a write accepted after its writer's lease ended,

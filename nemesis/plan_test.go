@@ -274,3 +274,26 @@ func TestGroupsFailover(t *testing.T) {
 		t.Fatalf("a groups failover plan: %v", err)
 	}
 }
+
+func TestSpanScale(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		f    float64
+		want string
+	}{
+		{"2ttl", 0.5, "1ttl"},
+		{"0.33ttl", 0.5, "0.17ttl"},
+		{"-1.5ttl", 0.5, "-0.75ttl"},
+		{"3s", 0.5, "1.5s"},
+		{"750ms", 0.5, "375ms"},
+		{"1ms", 0.5, "1ms"},
+	} {
+		s, err := ParseSpan(c.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Scale(c.f).String(); got != c.want {
+			t.Errorf("%s × %v = %s, want %s", c.in, c.f, got, c.want)
+		}
+	}
+}

@@ -87,3 +87,13 @@ func (s *Span) UnmarshalJSON(b []byte) error {
 	*s = v
 	return nil
 }
+
+// Scale is the span times f, in the same form (a multiple of the TTL stays
+// one), rounded to a hundredth of a TTL or to a millisecond; a shrinker
+// uses it to shorten durations and lower magnitudes.
+func (s Span) Scale(f float64) Span {
+	if s.rel {
+		return TTLs(math.Round(s.ttls*f*100) / 100)
+	}
+	return Fixed(time.Duration(math.Round(float64(s.d)*f/float64(time.Millisecond))) * time.Millisecond)
+}

@@ -2,7 +2,10 @@ package reports
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/tumbler-dev/tumbler/checker"
@@ -50,4 +53,17 @@ func writeResults(w io.Writer, r Run) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(results(r))
+}
+
+// ReadResults reads a run directory's results.json.
+func ReadResults(dir string) (Results, error) {
+	var r Results
+	b, err := os.ReadFile(filepath.Join(dir, ResultsFile))
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, fmt.Errorf("%s: %w", filepath.Join(dir, ResultsFile), err)
+	}
+	return r, nil
 }

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -340,39 +341,15 @@ func (a Adhoc) faults(p Plan, quorum bool) ([]nemesis.Step, error) {
 		}
 		mix = append(mix, nemesis.Kind(k))
 	}
-	cfg, err := p.workloadConfig(nil)
+	steps, err := p.drawFaults(Draw{Kinds: mix, Interval: a.NemesisInterval, Concurrency: concurrency}, quorum)
 	if err != nil {
-		return nil, fmt.Errorf("%w: workload: %w", ErrPlan, err)
-	}
-	setup, err := p.probeSetup()
-	if err != nil {
-		return nil, err
-	}
-	setup.NodeClock = slices.ContainsFunc(mix, nemesis.Kind.NeedsNodeClock)
-	// The workload's own steps exist whatever the lock; the variants do
-	// not list theirs (a plan file can name one).
-	steps := []string{workloads.StepAfterAcquire, workloads.StepBeforeRelease}
-	if cfg.Kind != workloads.Mutex {
-		steps = append(steps, workloads.StepBeforeWrite)
-	}
-	np, err := nemesis.Generate(p.Seed, mix, nemesis.GenOptions{
-		Setup: setup, TTL: a.TTL, TimeLimit: a.TimeLimit, Interval: a.NemesisInterval,
-		Concurrency: concurrency,
-		// The contended key: faults aim at its holder and its lease.
-		Key:       cfg.Key(0),
-		LockSteps: steps,
-		Hold:      [2]time.Duration{cfg.Hold.Min, cfg.Hold.Max},
-		Quorum:    quorum && p.Topology.Kind == cluster.Independent,
-		// A persistence the user chose is not overridden by the faults.
-		Persistence: p.Persistence,
-	})
-	if err != nil {
+		var empty errNoFaultFits
+		if errors.As(err, &empty) {
+			return nil, fmt.Errorf("%w: --nemesis: no fault fits in --time-limit %v after the lead-in of half the --nemesis-interval: lengthen the one or shorten the other", ErrPlan, a.TimeLimit)
+		}
 		return nil, fmt.Errorf("%w: --nemesis: %w", ErrPlan, err)
 	}
-	if len(np.Steps) == 0 {
-		return nil, fmt.Errorf("%w: --nemesis: no fault fits in --time-limit %v after the lead-in of half the --nemesis-interval: lengthen the one or shorten the other", ErrPlan, a.TimeLimit)
-	}
-	return np.Steps, nil
+	return steps, nil
 }
 
 // probeSetup is the nemesis setup with the answer of the plan's provider

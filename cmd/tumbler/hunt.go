@@ -1,0 +1,361 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tumbler-dev/tumbler/checker"
+	"github.com/tumbler-dev/tumbler/hunt"
+	"github.com/tumbler-dev/tumbler/nemesis"
+	"github.com/tumbler-dev/tumbler/runner"
+	"github.com/tumbler-dev/tumbler/scenarios"
+	"github.com/tumbler-dev/tumbler/shrink"
+)
+
+// shrinkFlags are the settings of a shrink, for hunt and shrink.
+type shrinkFlags struct {
+	replays, need int
+	budget        time.Duration
+}
+
+func (f *shrinkFlags) bind(cmd *cobra.Command, budgetFlag string) {
+	fs := cmd.Flags()
+	fs.IntVar(&f.replays, "replays", shrink.DefaultReplays, "shrinking: replays of each candidate plan (R)")
+	fs.IntVar(&f.need, "need", shrink.DefaultNeed, "shrinking: a candidate is kept when at least this many of its replays fail the same way (k)")
+	fs.DurationVar(&f.budget, budgetFlag, shrink.DefaultBudget, "shrinking: time budget; the smallest plan kept by then is the result")
+}
+
+func (f *shrinkFlags) options(cmd *cobra.Command, budgetFlag string) (shrink.Options, error) {
+	if cmd.Flags().Changed(budgetFlag) && f.budget <= 0 {
+		return shrink.Options{}, fmt.Errorf("--%s: %v: want a positive duration", budgetFlag, f.budget)
+	}
+	return shrink.Options{Replays: f.replays, Need: f.need, Budget: f.budget}, nil
+}
+
+func (a *app) huntCmd() *cobra.Command {
+	var f adhocFlags
+	var sf shrinkFlags
+	var like, store string
+	var want []string
+	var budget time.Duration
+	var firstSeed int64
+	var seeds int
+	var keepGoing, noShrink, keepAll, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "hunt --nemesis KINDS --budget D [flags] | hunt --like ROW --budget D",
+		Short: "Look for anomalies nobody scripted: random compound fault schedules, seed after seed, then shrink the first find",
+		Long: `hunt runs one configuration (the flags of "tumbler run", or --like a catalog
+row's lock, topology, clients, TTL and workload) with a random compound,
+lock-aware fault schedule drawn from the --nemesis kinds (--like: the kinds
+the row's schedule uses, not its schedule), one seed after another from
+--first-seed, until --budget is spent or an anomaly is found (--keep-going:
+go on and collect every find). No attempt starts once the time left is
+shorter than its --time-limit.
+
+It then shrinks the first find (unless --no-shrink): it replays smaller
+plans — fewer steps, shorter faults and time limit, milder magnitudes,
+fewer clients and keys — each up to --replays times, and keeps one when at
+least --need of them fail with the same anomaly kind (timing is not
+deterministic). It prints the minimal plan and writes it with a ready
+catalog row.
+
+The hunt's directory, store/hunts/<name>/<time>/, holds hunt.json and
+index.html (every attempt: seed, verdict, anomalies, faults applied, time),
+plans/seed-N.json (each attempt's plan: "tumbler run --plan" replays it
+exactly), the report directories of invalid, unknown and failed attempts
+(those of valid attempts are removed unless --keep-all), and shrink/ with
+the shrink's shrink.json, plan.json and row.json.
+
+On a terminal a status line shows the hunt's progress. Ctrl-C stops the
+current attempt, heals its faults, and writes the summary.
+
+Exit codes as run: 1 an anomaly of a wanted kind was found (--want; --like:
+the row's kind; otherwise any), 0 none within the budget, 2 interrupted
+first (or an attempt was unknown), 254 bad input, 255 the harness failed
+three attempts in a row.`,
+		Example: `  tumbler hunt --lock redlock --nodes 5 --nemesis partition,restart,clock --budget 10m
+  tumbler hunt --like redlock-restart-empty --budget 3m
+  tumbler hunt --lock single --topology replicated:1+sentinels --nemesis failover,pause --budget 5m --keep-going --no-shrink`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if budget <= 0 {
+				return failed(fmt.Errorf("%w: --budget: %v: want a positive duration (\"10m\")", runner.ErrPlan, budget))
+			}
+			if cmd.Flags().Changed("seed") {
+				return failed(fmt.Errorf("%w: --seed: a hunt draws one seed after another; give --first-seed", runner.ErrPlan))
+			}
+			if seeds < 0 {
+				return failed(fmt.Errorf("%w: --seeds: %d is negative", runner.ErrPlan, seeds))
+			}
+			so, err := sf.options(cmd, "shrink-budget")
+			if err != nil {
+				return failed(fmt.Errorf("%w: %w", runner.ErrPlan, err))
+			}
+			template, draw, name, wanted, err := a.huntTemplate(cmd, &f, like)
+			if err != nil {
+				return err
+			}
+			if cmd.Flags().Changed("want") {
+				wanted = nil
+				for _, w := range want {
+					wanted = append(wanted, checker.Kind(strings.TrimSpace(w)))
+				}
+			}
+			ctx, stop := a.interruptible(cmd.Context())
+			defer stop()
+			a.log.Info("hunt", "name", name, "lock", template.Lock.Variant, "topology", template.Topology.String(),
+				"kinds", draw.Kinds, "budget", budget, "want", wanted)
+			s, err := hunt.Run(ctx, template, draw, hunt.Options{
+				Name: name, Budget: budget, FirstSeed: firstSeed, MaxSeeds: seeds, Want: wanted,
+				KeepGoing: keepGoing, KeepAll: keepAll, Store: store, Log: a.log, Status: a.huntStatus,
+			})
+			a.con.clear()
+			if err != nil {
+				if s == nil {
+					return failed(err)
+				}
+				a.log.Error("hunt", "err", err)
+			}
+			var sh *shrink.Result
+			if found, ok := s.Found(); ok && !noShrink && ctx.Err() == nil {
+				sh = a.shrinkFind(ctx, s, found, so)
+			}
+			if asJSON {
+				b, _ := json.MarshalIndent(struct {
+					*hunt.Summary
+					Shrunk *shrink.Result `json:"shrunk,omitempty"`
+				}{s, sh}, "", "  ")
+				fmt.Fprintf(a.stdout, "%s\n", b)
+			} else {
+				a.printHunt(s, sh)
+			}
+			if err != nil {
+				return &exitError{runner.ExitCodeOf(err), err}
+			}
+			return exit(s.ExitCode)
+		},
+	}
+	fs := cmd.Flags()
+	f.bind(fs)
+	fs.StringVar(&like, "like", "", "hunt with this catalog row's configuration and the fault kinds its schedule uses (not its schedule)")
+	fs.DurationVar(&budget, "budget", 0, "how long the hunt may take (required)")
+	fs.Int64Var(&firstSeed, "first-seed", 1, "the first seed tried; each attempt takes the next")
+	fs.IntVar(&seeds, "seeds", 0, "try at most this many seeds (0: as many as the budget allows)")
+	fs.StringSliceVar(&want, "want", nil, "anomaly kinds that count as a find (default: any; --like: the row's)")
+	fs.BoolVar(&keepGoing, "keep-going", false, "go on after a find until the budget is spent")
+	fs.BoolVar(&noShrink, "no-shrink", false, "do not shrink the first find")
+	fs.BoolVar(&keepAll, "keep-all", false, "keep the report directories of valid attempts too")
+	fs.StringVar(&store, "store", "store", "directory the runs' reports are kept in (the hunt's under store/hunts)")
+	fs.BoolVar(&asJSON, "json", false, "print hunt.json's summary (and the shrink's) instead of prose")
+	sf.bind(cmd, "shrink-budget")
+	return cmd
+}
+
+// huntTemplate is the configuration the hunt draws schedules into: from
+// --like's row or from the flags.
+func (a *app) huntTemplate(cmd *cobra.Command, f *adhocFlags, like string) (runner.Plan, runner.Draw, string, []checker.Kind, error) {
+	draw := runner.Draw{Interval: f.a.NemesisInterval, Concurrency: f.concurrency}
+	var kinds []nemesis.Kind
+	for _, k := range f.a.Nemesis {
+		kinds = append(kinds, nemesis.Kind(strings.TrimSpace(k)))
+	}
+	if cmd.Flags().Changed("concurrency") && f.concurrency < 1 {
+		return runner.Plan{}, draw, "", nil, failed(fmt.Errorf("%w: --concurrency: %d: at least one fault must be able to run at a time", runner.ErrPlan, f.concurrency))
+	}
+	if like == "" {
+		if len(kinds) == 0 {
+			return runner.Plan{}, draw, "", nil, failed(fmt.Errorf("%w: --nemesis: a hunt needs fault kinds to draw from (or --like ROW)", runner.ErrPlan))
+		}
+		// The template has no faults; the hunt draws them, seed by seed.
+		f.a.Nemesis, f.a.NemesisInterval = nil, 0
+		_ = cmd.Flags().Set("seed", "1") // the template's seed is each attempt's
+		p, err := a.adhocPlan(cmd, f)
+		if err != nil {
+			return runner.Plan{}, draw, "", nil, err
+		}
+		draw.Kinds = kinds
+		name := cmd.Flag("name").Value.String()
+		if name == "" {
+			name = p.Lock.Variant
+		}
+		return p, draw, name, nil, nil
+	}
+	allowed := []string{"time-limit", "nemesis", "nemesis-interval", "concurrency", "name"}
+	var clash []string
+	for _, n := range f.shaping {
+		if cmd.Flags().Changed(n) && !slices.Contains(allowed, n) {
+			clash = append(clash, "--"+n)
+		}
+	}
+	if len(clash) > 0 {
+		return runner.Plan{}, draw, "", nil, failed(fmt.Errorf("%w: --like conflicts with %s: the row gives the configuration (--time-limit, --nemesis, --nemesis-interval and --concurrency may change it)", runner.ErrPlan, strings.Join(clash, ", ")))
+	}
+	row, err := scenarios.Get(like)
+	if err != nil {
+		return runner.Plan{}, draw, "", nil, failed(fmt.Errorf("%w: --like: %w", runner.ErrPlan, err))
+	}
+	p := row.Plan
+	if len(kinds) == 0 {
+		if kinds = hunt.KindsOf(p); len(kinds) == 0 {
+			return runner.Plan{}, draw, "", nil, failed(fmt.Errorf("%w: --like: row %s has no faults to take the kinds from; give --nemesis", runner.ErrPlan, like))
+		}
+	}
+	draw.Kinds = kinds
+	p.Faults = nil
+	// A row's time limit fits its one schedule; a random one needs room
+	// for a few scenes.
+	p.TimeLimit = nemesis.Fixed(huntLikeTimeLimit)
+	if cmd.Flags().Changed("time-limit") {
+		p.TimeLimit = nemesis.Fixed(f.a.TimeLimit)
+	}
+	t, err := f.target.target()
+	if err != nil {
+		return runner.Plan{}, draw, "", nil, err
+	}
+	if p, err = t.Apply(p); err != nil {
+		return runner.Plan{}, draw, "", nil, failed(err)
+	}
+	var wanted []checker.Kind
+	if row.Expect.Verdict == checker.Invalid && row.Expect.Kind != "" {
+		wanted = []checker.Kind{row.Expect.Kind}
+	}
+	name := cmd.Flag("name").Value.String()
+	if name == "" {
+		name = "like-" + like
+	}
+	return p, draw, name, wanted, nil
+}
+
+// huntLikeTimeLimit is a --like attempt's time limit unless --time-limit
+// says otherwise.
+const huntLikeTimeLimit = 20 * time.Second
+
+// shrinkFind shrinks a hunt's first find into the hunt's shrink/ directory.
+func (a *app) shrinkFind(ctx context.Context, s *hunt.Summary, found hunt.Attempt, so shrink.Options) *shrink.Result {
+	plan, err := runner.LoadPlan(filepath.Join(s.Dir, found.Plan))
+	if err != nil {
+		a.log.Error("shrink: the find's plan", "err", err)
+		return nil
+	}
+	so.Kinds = found.Kinds
+	if len(s.Want) > 0 {
+		so.Kinds = slices.DeleteFunc(slices.Clone(found.Kinds), func(k checker.Kind) bool { return !slices.Contains(s.Want, k) })
+	}
+	so.Dir = filepath.Join(s.Dir, "shrink")
+	so.Found = fmt.Sprintf("found by tumbler hunt, seed %d", found.Seed)
+	so.Log = a.log
+	so.Progress = a.shrinkStatus
+	a.log.Info("shrinking the find", "seed", found.Seed, "kinds", so.Kinds, "replays", so.Replays, "need", so.Need, "budget", so.Budget)
+	res, err := shrink.Shrink(ctx, plan, so)
+	a.con.clear()
+	if err != nil && !errors.Is(err, ctx.Err()) {
+		a.log.Error("shrink", "err", err)
+	}
+	if res != nil {
+		s.Shrink = "shrink"
+		if err := s.Write(); err != nil {
+			a.log.Error("hunt summary", "err", err)
+		}
+	}
+	return res
+}
+
+func (a *app) huntStatus(s hunt.Status) {
+	line := fmt.Sprintf("hunt %s/%s  seed %d  tried %d  faults %d  found %d  |  %4.1fs/%.0fs %d ops, anomalies %d",
+		s.Elapsed.Round(time.Second), s.Budget, s.Seed, s.Tried, s.FaultsApplied, s.Found,
+		s.Run.Elapsed.Seconds(), s.Run.Limit.Seconds(), s.Run.Ops, s.Run.Anomalies)
+	a.progress(line)
+}
+
+func (a *app) shrinkStatus(p shrink.Progress) {
+	a.progress(fmt.Sprintf("shrink %s/%s  candidate %d replay %d (%d failed): %s  |  now %d steps, %s, %d clients",
+		p.Elapsed.Round(time.Second), p.Budget, p.Candidate, p.Replay, p.Failed, p.Change, p.Steps, p.TimeLimit, p.Clients))
+}
+
+// progress shows a line on the terminal's status line, or logs it every
+// few seconds otherwise.
+func (a *app) progress(line string) {
+	if a.con.live {
+		a.con.setStatus(line)
+		return
+	}
+	a.con.mu.Lock()
+	due := time.Since(a.con.lastProgress) >= progressEvery
+	if due {
+		a.con.lastProgress = time.Now()
+	}
+	a.con.mu.Unlock()
+	if due {
+		a.log.Info("progress", "status", line)
+	}
+}
+
+func (a *app) printHunt(s *hunt.Summary, sh *shrink.Result) {
+	a.con.printf("hunt %s: %d seeds tried, %d faults applied, %v; stopped: %s\n",
+		s.Name, s.Tried, s.FaultsApplied, s.Elapsed.Round(100*time.Millisecond), s.Stopped)
+	if found, ok := s.Found(); ok {
+		a.con.printf("found: %s on seed %d, %v into the hunt (attempt %d, %v into its run)\n",
+			kindsText(found.Kinds), found.Seed, s.TimeToFirst.Round(100*time.Millisecond), s.First+1, found.FirstAnomaly.Round(10*time.Millisecond))
+		if found.Dir != "" {
+			a.con.printf("  report: %s\n", filepath.Join(s.Dir, found.Dir, "index.html"))
+		}
+		a.con.printf("  replay: tumbler run --plan %s\n", filepath.Join(s.Dir, found.Plan))
+	} else {
+		a.con.printf("no anomaly found\n")
+	}
+	if sh != nil {
+		a.printShrink(sh)
+	}
+	a.con.printf("summary: %s\n", filepath.Join(s.Dir, hunt.IndexFile))
+}
+
+func (a *app) printShrink(sh *shrink.Result) {
+	o, m := sh.Original, sh.Minimal
+	if !sh.Reproduced {
+		a.con.printf("shrink: the plan as found failed the same way in fewer than %d of %d replays: not shrunk (%s)\n", sh.Need, sh.Replays, filepath.Join(sh.Dir, shrink.SummaryFile))
+		return
+	}
+	kept := 0
+	for _, c := range sh.Candidates {
+		if c.Kept {
+			kept++
+		}
+	}
+	end := "to a fixed point"
+	if sh.Exhausted {
+		end = "budget spent"
+	}
+	if sh.Interrupted {
+		end = "interrupted"
+	}
+	a.con.printf("shrink: %d → %d fault steps, time limit %s → %s, clients %d → %d, keys %d → %d (%d candidates, %d kept, each replayed up to %d times and kept on %d failures; %v, %s)\n",
+		len(o.Faults), len(m.Faults), o.TimeLimit, m.TimeLimit, o.Workload.Clients, m.Workload.Clients, o.Workload.Keys, m.Workload.Keys,
+		len(sh.Candidates), kept, sh.Replays, sh.Need, sh.Elapsed.Round(time.Second), end)
+	for i, st := range m.Faults {
+		b, _ := json.Marshal(st)
+		a.con.printf("  step %d: %s\n", i+1, b)
+	}
+	a.con.printf("  minimal plan: %s\n", filepath.Join(sh.Dir, shrink.PlanFile))
+	if sh.Report != "" {
+		a.con.printf("  its report: %s\n", filepath.Join(sh.Dir, sh.Report, "index.html"))
+	}
+	if sh.Row != nil {
+		a.con.printf("  catalog row: %s\n", filepath.Join(sh.Dir, shrink.RowFile))
+	}
+}
+
+func kindsText(ks []checker.Kind) string {
+	out := make([]string, len(ks))
+	for i, k := range ks {
+		out[i] = string(k)
+	}
+	return strings.Join(out, ", ")
+}

@@ -1,0 +1,67 @@
+package hunt
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+var pageTmpl = template.Must(template.New("hunt").Funcs(template.FuncMap{
+	"dur": func(d time.Duration) string {
+		if d < 0 {
+			return "—"
+		}
+		return d.Round(10 * time.Millisecond).String()
+	},
+	"kinds": func(a Attempt) string {
+		out := make([]string, len(a.Kinds))
+		for i, k := range a.Kinds {
+			out[i] = string(k)
+		}
+		return strings.Join(out, ", ")
+	},
+	"report": func(dir string) string { return filepath.ToSlash(filepath.Join(dir, "index.html")) },
+}).Parse(`<!doctype html>
+<html><head><meta charset="utf-8"><title>hunt {{.Name}}</title>
+<style>
+body{font-family:system-ui,sans-serif;margin:2em;max-width:70em}
+table{border-collapse:collapse}td,th{padding:.2em .6em;border-bottom:1px solid #ddd;text-align:left}
+.invalid{background:#fdd}.unknown{background:#ffd}.found{font-weight:bold}
+</style></head><body>
+<h1>hunt {{.Name}}</h1>
+<p><b>{{.Headline}}</b></p>
+<p>{{.S.Tried}} seeds tried, {{.S.FaultsApplied}} faults applied, {{dur .S.Elapsed}} of a {{dur .S.Budget}} budget; stopped: {{.S.Stopped}}.
+Faults drawn from {{.Kinds}}, at most {{.S.Draw.Concurrency}} at once.
+{{if .S.Shrink}}Shrunk: <a href="{{.S.Shrink}}">{{.S.Shrink}}</a>.{{end}}</p>
+<p>Every attempt's plan replays it exactly: <code>tumbler run --plan DIR/plans/seed-N.json</code>. Reports of valid attempts are not kept.</p>
+<table><tr><th>seed</th><th>verdict</th><th>anomalies</th><th>faults (applied)</th><th>first anomaly</th><th>took</th><th>plan</th><th>report</th></tr>
+{{range .S.Attempts}}<tr class="{{.Verdict}}{{if .Found}} found{{end}}"><td>{{.Seed}}</td><td>{{.Verdict}}{{if .Interrupted}} (interrupted){{end}}</td><td>{{kinds .}}</td>
+<td>{{.Faults}} ({{.FaultsApplied}})</td><td>{{dur .FirstAnomaly}}</td><td>{{dur .Elapsed}}</td><td><a href="{{.Plan}}">plan</a></td>
+<td>{{if .Dir}}<a href="{{report .Dir}}">report</a>{{else}}—{{end}}{{if .Error}} {{.Error}}{{end}}</td></tr>
+{{end}}</table></body></html>
+`))
+
+// Headline is the hunt's result in one sentence.
+func (s *Summary) Headline() string {
+	if a, ok := s.Found(); ok {
+		return fmt.Sprintf("found %s on seed %d, %v into the hunt (attempt %d)", strings.Trim(fmt.Sprint(a.Kinds), "[]"), a.Seed,
+			s.TimeToFirst.Round(100*time.Millisecond), s.First+1)
+	}
+	return fmt.Sprintf("no anomaly in %d seeds (%s)", s.Tried, s.Stopped)
+}
+
+func (s *Summary) page() ([]byte, error) {
+	kinds := make([]string, len(s.Draw.Kinds))
+	for i, k := range s.Draw.Kinds {
+		kinds[i] = string(k)
+	}
+	var b bytes.Buffer
+	err := pageTmpl.Execute(&b, struct {
+		Name, Headline, Kinds string
+		S                     *Summary
+	}{s.Name, s.Headline(), strings.Join(kinds, ", "), s})
+	return b.Bytes(), err
+}

@@ -1,0 +1,186 @@
+package shrink
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tumbler-dev/tumbler/checker"
+	"github.com/tumbler-dev/tumbler/nemesis"
+	"github.com/tumbler-dev/tumbler/reports"
+	"github.com/tumbler-dev/tumbler/runner"
+	"github.com/tumbler-dev/tumbler/scenarios"
+)
+
+const found = `{
+  "name": "found", "seed": 7, "topology": "independent:5", "ttl": "1s",
+  "lock": {"variant": "redlock"},
+  "workload": {"kind": "fenced-write", "clients": 6, "keys": 2},
+  "time_limit": "20s",
+  "faults": [
+    {"at": "1s", "fault": "pause", "nodes": ["n1"], "for": "2s"},
+    {"at": "2s", "fault": "partition", "nodes": ["n4", "n5"], "for": "4s"},
+    {"at": "3s", "fault": "latency", "nodes": ["n2"], "latency": "50ms", "for": "1s"},
+    {"at": "4s", "fault": "restart", "nodes": ["n3"], "persistence": "none"},
+    {"at": "5s", "fault": "kill", "nodes": ["n2"], "for": "2s"},
+    {"at": "12s", "fault": "pause", "nodes": ["n1"], "for": "3s"}
+  ]
+}`
+
+func foundPlan(t *testing.T) runner.Plan {
+	t.Helper()
+	p, err := runner.ParsePlan([]byte(found), "found")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// fake is a deterministic stand-in for runner.Run: a plan fails (a double
+// grant at 5 s) exactly when it cuts a minority and restarts a node empty,
+// the cut lasts at least 2 s, the run lasts at least 6 s, and at least two
+// clients contend. The known minimum is the partition and the restart,
+// the partition 2 s long, 3 clients or fewer (not below 2), one key.
+func fake(calls *atomic.Int64) RunFunc {
+	return func(_ context.Context, p runner.Plan, o runner.Options) (*runner.Outcome, error) {
+		calls.Add(1)
+		dir := filepath.Join(o.Store, p.Name, time.Now().Format("150405.000000000"))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		var cut, restart bool
+		for _, s := range p.Faults {
+			cut = cut || s.Fault == nemesis.Partition && s.For.Resolve(time.Second) >= 2*time.Second
+			restart = restart || s.Fault == nemesis.Restart
+		}
+		res := &checker.Result{Verdict: checker.Valid}
+		if cut && restart && p.TimeLimit.Resolve(time.Second) >= 6*time.Second && p.Workload.Clients >= 2 {
+			res = &checker.Result{Verdict: checker.Invalid, Anomalies: []checker.Anomaly{{Kind: checker.DoubleGrant, At: int64(5 * time.Second)}},
+				Faults: []checker.FaultWindow{{ID: "f1", Desc: "partition n4, n5 from everything", Start: int64(2 * time.Second)}, {ID: "f2", Desc: "restart n3 empty", Start: int64(4 * time.Second)}}}
+		}
+		return &runner.Outcome{Dir: dir, Plan: p, Result: res, Judgement: reports.Judgement{Verdict: res.Verdict}}, nil
+	}
+}
+
+func TestShrinkFindsTheKnownMinimum(t *testing.T) {
+	var calls atomic.Int64
+	dir := t.TempDir()
+	res, err := Shrink(context.Background(), foundPlan(t), Options{
+		Kinds: []checker.Kind{checker.DoubleGrant}, Dir: dir, Budget: time.Hour, Run: fake(&calls), Found: "found by tumbler hunt, seed 7",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.Minimal
+	var kinds []nemesis.Kind
+	for _, s := range m.Faults {
+		kinds = append(kinds, s.Fault)
+	}
+	if !res.Reproduced || !slices.Equal(kinds, []nemesis.Kind{nemesis.Partition, nemesis.Restart}) {
+		t.Fatalf("minimal faults %v, want partition and restart; candidates:\n%+v", kinds, res.Candidates)
+	}
+	if got := m.Faults[0].For.Resolve(time.Second); got != 2*time.Second {
+		t.Errorf("partition lasts %v, want it halved to the 2 s minimum", got)
+	}
+	if m.Workload.Clients != 2 || m.Workload.Keys != 1 {
+		t.Errorf("clients %d keys %d, want 2 and 1", m.Workload.Clients, m.Workload.Keys)
+	}
+	if tl := m.TimeLimit.Resolve(time.Second); tl < 6*time.Second || tl > 7*time.Second {
+		t.Errorf("time limit %v, want cut to just past the anomaly (6 s)", tl)
+	}
+	if res.Exhausted || m.Seed != 7 {
+		t.Errorf("exhausted %v seed %d", res.Exhausted, m.Seed)
+	}
+	// Every kept candidate failed twice in at most three replays, every
+	// rejected one was stopped as soon as it could not reach two.
+	for _, c := range res.Candidates {
+		if c.Kept != (c.Failed >= 2) || c.Replayed > 3 || (c.Kept && c.Replayed != 2) || (!c.Kept && c.Replayed != 2) {
+			t.Errorf("candidate %q: %d of %d failed, kept %v", c.Change, c.Failed, c.Replayed, c.Kept)
+		}
+	}
+	// The directory: the summary, the minimal plan, a row that parses as a
+	// catalog row and names the hunt, a failing replay's report; rejected
+	// candidates' reports are gone.
+	row, err := scenarios.Load(filepath.Join(dir, RowFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.Expect.Kind != checker.DoubleGrant || row.Source != "found by tumbler hunt, seed 7" || len(row.Plan.Faults) != 2 {
+		t.Errorf("row: %+v", row)
+	}
+	if _, err := runner.LoadPlan(filepath.Join(dir, PlanFile)); err != nil {
+		t.Error(err)
+	}
+	if st, err := os.Stat(filepath.Join(dir, res.Report)); err != nil || !st.IsDir() {
+		t.Errorf("report %q: %v", res.Report, err)
+	}
+	for i, c := range res.Candidates {
+		_, err := os.Stat(filepath.Join(dir, "candidate-"+pad(i)))
+		if c.Kept == errors.Is(err, os.ErrNotExist) {
+			t.Errorf("candidate %d (kept %v): its directory: %v", i, c.Kept, err)
+		}
+	}
+}
+
+func pad(i int) string { return string([]byte{byte('0' + i/10), byte('0' + i%10)}) }
+
+// A plan that fails only one time in three is not shrunk with k = 2 of R = 3.
+func TestShrinkNeedsKOfR(t *testing.T) {
+	var calls atomic.Int64
+	inner := fake(&calls)
+	flaky := func(ctx context.Context, p runner.Plan, o runner.Options) (*runner.Outcome, error) {
+		out, err := inner(ctx, p, o)
+		if calls.Load()%3 != 1 && out != nil {
+			out.Result = &checker.Result{Verdict: checker.Valid}
+			out.Judgement.Verdict = checker.Valid
+		}
+		return out, err
+	}
+	res, err := Shrink(context.Background(), foundPlan(t), Options{Kinds: []checker.Kind{checker.DoubleGrant}, Dir: t.TempDir(), Run: flaky})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reproduced || len(res.Candidates) != 1 || res.Candidates[0].Replayed != 3 || res.Row != nil || len(res.Minimal.Faults) != 6 {
+		t.Fatalf("a 1-in-3 failure was shrunk: %+v", res)
+	}
+	// With k = 1 it is.
+	calls.Store(0)
+	res, err = Shrink(context.Background(), foundPlan(t), Options{Kinds: []checker.Kind{checker.DoubleGrant}, Dir: t.TempDir(), Run: flaky, Need: 1})
+	if err != nil || !res.Reproduced || len(res.Minimal.Faults) >= 6 {
+		t.Fatalf("k=1: %v %+v", err, res)
+	}
+}
+
+func TestShrinkRefuses(t *testing.T) {
+	p := foundPlan(t)
+	for _, o := range []Options{
+		{Kinds: nil, Dir: "x"},
+		{Kinds: []checker.Kind{checker.DoubleGrant}, Dir: "x", Replays: 2, Need: 3},
+		{Kinds: []checker.Kind{checker.DoubleGrant}, Dir: "x", Replays: -1},
+		{Kinds: []checker.Kind{checker.DoubleGrant}, Dir: "x", Budget: -time.Second},
+	} {
+		if _, err := Shrink(context.Background(), p, o); !errors.Is(err, runner.ErrInput) {
+			t.Errorf("%+v: %v, want bad input", o, err)
+		}
+	}
+	if _, err := KindsOf(&checker.Result{Verdict: checker.Valid}, "d"); !errors.Is(err, ErrNotFailing) || !errors.Is(err, runner.ErrInput) {
+		t.Errorf("a valid run: %v", err)
+	}
+}
+
+func TestShrinkBudget(t *testing.T) {
+	var calls atomic.Int64
+	res, err := Shrink(context.Background(), foundPlan(t), Options{Kinds: []checker.Kind{checker.DoubleGrant}, Dir: t.TempDir(), Run: fake(&calls), Budget: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The plan as found is always replayed; nothing after it.
+	if !res.Exhausted || len(res.Candidates) != 1 {
+		t.Fatalf("exhausted %v, %d candidates", res.Exhausted, len(res.Candidates))
+	}
+}
