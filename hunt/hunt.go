@@ -226,6 +226,8 @@ func Run(ctx context.Context, template runner.Plan, draw runner.Draw, o Options)
 	_ = os.Remove(latest)
 	_ = os.Symlink(filepath.Join(o.Name, filepath.Base(dir)), latest)
 
+	o.Log.Info("hunt", "dir", dir, "lock", template.Lock.Variant, "topology", template.Topology.String(),
+		"kinds", draw.Kinds, "concurrency", draw.Concurrency, "budget", o.Budget, "want", o.Want)
 	h := &hunter{o: o, draw: draw, began: began, s: &Summary{
 		Name: o.Name, Dir: dir, Started: began, Budget: o.Budget, Template: template, Draw: draw,
 		Want: o.Want, First: -1, Attempts: []Attempt{},

@@ -129,6 +129,34 @@ type Result struct {
 	Interrupted bool                `json:"interrupted,omitempty"`
 }
 
+func (o Options) withDefaults() Options {
+	if o.Replays == 0 {
+		o.Replays = DefaultReplays
+	}
+	if o.Need == 0 {
+		o.Need = min(DefaultNeed, o.Replays)
+	}
+	if o.Budget == 0 {
+		o.Budget = DefaultBudget
+	}
+	return o
+}
+
+// Validate checks the replays, the failures needed and the budget (zero
+// values take the defaults); errors wrap runner.ErrInput.
+func (o Options) Validate() error {
+	o = o.withDefaults()
+	switch {
+	case o.Replays < 1:
+		return fmt.Errorf("%w: replays %d: want at least 1", runner.ErrPlan, o.Replays)
+	case o.Need < 1 || o.Need > o.Replays:
+		return fmt.Errorf("%w: need %d: want 1 to replays (%d)", runner.ErrPlan, o.Need, o.Replays)
+	case o.Budget < 0:
+		return fmt.Errorf("%w: budget %v is negative", runner.ErrPlan, o.Budget)
+	}
+	return nil
+}
+
 // ErrNotFailing: the run to shrink did not fail with an anomaly.
 var ErrNotFailing = errors.New("nothing to shrink")
 
@@ -156,22 +184,11 @@ func KindsOf(res *checker.Result, dir string) ([]checker.Kind, error) {
 // error is for bad options (wrapping runner.ErrInput), an interrupted
 // search returns its result and the context's error.
 func Shrink(ctx context.Context, plan runner.Plan, o Options) (*Result, error) {
-	if o.Replays == 0 {
-		o.Replays = DefaultReplays
-	}
-	if o.Need == 0 {
-		o.Need = min(DefaultNeed, o.Replays)
-	}
-	if o.Budget == 0 {
-		o.Budget = DefaultBudget
+	o = o.withDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
 	}
 	switch {
-	case o.Replays < 1:
-		return nil, fmt.Errorf("%w: replays %d: want at least 1", runner.ErrPlan, o.Replays)
-	case o.Need < 1 || o.Need > o.Replays:
-		return nil, fmt.Errorf("%w: need %d: want 1 to replays (%d)", runner.ErrPlan, o.Need, o.Replays)
-	case o.Budget < 0:
-		return nil, fmt.Errorf("%w: budget %v is negative", runner.ErrPlan, o.Budget)
 	case len(o.Kinds) == 0:
 		return nil, fmt.Errorf("%w: %w: no anomaly kinds to preserve", runner.ErrPlan, ErrNotFailing)
 	case o.Dir == "":

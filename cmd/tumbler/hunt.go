@@ -35,9 +35,10 @@ func (f *shrinkFlags) bind(cmd *cobra.Command, budgetFlag string) {
 
 func (f *shrinkFlags) options(cmd *cobra.Command, budgetFlag string) (shrink.Options, error) {
 	if cmd.Flags().Changed(budgetFlag) && f.budget <= 0 {
-		return shrink.Options{}, fmt.Errorf("--%s: %v: want a positive duration", budgetFlag, f.budget)
+		return shrink.Options{}, fmt.Errorf("%w: --%s: %v: want a positive duration", runner.ErrPlan, budgetFlag, f.budget)
 	}
-	return shrink.Options{Replays: f.replays, Need: f.need, Budget: f.budget}, nil
+	o := shrink.Options{Replays: f.replays, Need: f.need, Budget: f.budget}
+	return o, o.Validate()
 }
 
 func (a *app) huntCmd() *cobra.Command {
@@ -97,7 +98,7 @@ three attempts in a row.`,
 			}
 			so, err := sf.options(cmd, "shrink-budget")
 			if err != nil {
-				return failed(fmt.Errorf("%w: %w", runner.ErrPlan, err))
+				return failed(err)
 			}
 			template, draw, name, wanted, err := a.huntTemplate(cmd, &f, like)
 			if err != nil {
@@ -111,8 +112,6 @@ three attempts in a row.`,
 			}
 			ctx, stop := a.interruptible(cmd.Context())
 			defer stop()
-			a.log.Info("hunt", "name", name, "lock", template.Lock.Variant, "topology", template.Topology.String(),
-				"kinds", draw.Kinds, "budget", budget, "want", wanted)
 			s, err := hunt.Run(ctx, template, draw, hunt.Options{
 				Name: name, Budget: budget, FirstSeed: firstSeed, MaxSeeds: seeds, Want: wanted,
 				KeepGoing: keepGoing, KeepAll: keepAll, Store: store, Log: a.log, Status: a.huntStatus,

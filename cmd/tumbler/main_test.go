@@ -123,6 +123,20 @@ func TestBadArguments(t *testing.T) {
 		{[]string{"analyze", t.TempDir(), "--lin-memory", "lots"}, []string{"--lin-memory", "512MiB"}},
 		{[]string{"analyze", t.TempDir(), "--lin-timeout", "0s"}, []string{"--lin-timeout"}},
 		{[]string{"--log-level", "loud", "list"}, []string{"--log-level"}},
+		{[]string{"hunt", "--nemesis", "kill"}, []string{"--budget", "positive"}},
+		{[]string{"hunt", "--nemesis", "kill", "--budget", "-1m"}, []string{"--budget", "positive"}},
+		{[]string{"hunt", "--budget", "1m"}, []string{"--nemesis", "--like"}},
+		{[]string{"hunt", "--budget", "1m", "--nemesis", "failover"}, []string{"failover", "no replicas"}},
+		{[]string{"hunt", "--budget", "1m", "--nemesis", "kill", "--concurrency", "0"}, []string{"--concurrency", "at least one"}},
+		{[]string{"hunt", "--budget", "1m", "--nemesis", "kill", "--seed", "3"}, []string{"--seed", "--first-seed"}},
+		{[]string{"hunt", "--budget", "1m", "--like", "nope"}, []string{"--like", "nope", "single-baseline"}},
+		{[]string{"hunt", "--budget", "1m", "--like", "single-baseline"}, []string{"--like", "no faults"}},
+		{[]string{"hunt", "--budget", "1m", "--like", "redlock-restart-empty", "--lock", "single"}, []string{"--like", "--lock"}},
+		{[]string{"hunt", "--budget", "1m", "--nemesis", "kill", "--want", "double-grants"}, []string{"double-grants", "double-grant"}},
+		{[]string{"hunt", "--budget", "1m", "--nemesis", "kill", "--shrink-budget", "0s"}, []string{"--shrink-budget"}},
+		{[]string{"shrink"}, []string{"1 arg"}},
+		{[]string{"shrink", t.TempDir()}, []string{"not a stored run"}},
+		{[]string{"shrink", t.TempDir(), "--replays", "2", "--need", "3"}, []string{"need 3", "replays"}},
 		{[]string{"frobnicate"}, []string{"unknown command", "frobnicate"}},
 	} {
 		code, _, stderr := cli(t, c.args...)
@@ -364,6 +378,11 @@ func TestRunAnalyze(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(dir, reports.ResultsFile)); err != nil || json.Unmarshal(b, &res) != nil ||
 		!strings.Contains(res.Command, "tumbler run --nodes 1") || res.Verdict != checker.Valid {
 		t.Fatalf("results.json: %v %+v", err, res)
+	}
+
+	// A valid run has nothing to shrink.
+	if code, _, stderr := cli(t, "shrink", dir); code != runner.ExitBadInput || !strings.Contains(stderr, "is valid, not invalid") {
+		t.Errorf("shrink of a valid run: exit %d, %q", code, stderr)
 	}
 
 	code, out, stderr = cli(t, "analyze", dir, "--json")

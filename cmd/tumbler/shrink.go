@@ -49,7 +49,7 @@ the harness failed.`,
 			dir := args[0]
 			so, err := sf.options(cmd, "budget")
 			if err != nil {
-				return failed(fmt.Errorf("%w: %w", runner.ErrPlan, err))
+				return failed(err)
 			}
 			plan, err := runner.LoadPlan(filepath.Join(dir, reports.PlanFile))
 			if err != nil {
