@@ -24,7 +24,9 @@ import (
 // run (when it started, how long it took, the command, a catalog row's
 // expectation and source) is kept unless opts sets it;
 // Options.Linearizability replaces the plan's bounds of the linearizability
-// checker where set; Options.Store and Status are not used.
+// checker where set; Options.Status is not used. The index.html of
+// Options.Store, or without it of the store dir is in (two levels up) if
+// that has one, is rewritten to show the new verdict.
 //
 // A stored run is never destroyed: Analyze reads and checks everything
 // before it writes anything, so when it refuses its input — dir is no run
@@ -124,6 +126,13 @@ func Analyze(dir string, opts Options) (*Outcome, error) {
 		return nil, err
 	}
 	out.Report = files
+	// The store's list of runs shows the new verdict: opts.Store's, or that
+	// of the store dir is in (Store/<name>/<time>) if it keeps one.
+	if store := filepath.Dir(filepath.Dir(filepath.Clean(dir))); opts.Store != "" {
+		r.indexStore(opts.Store)
+	} else if reports.IsStoreIndexed(store) {
+		r.indexStore(store)
+	}
 	return out, herr
 }
 

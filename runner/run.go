@@ -33,6 +33,8 @@ import (
 type Options struct {
 	// Store is the directory runs are kept in (default "store"): each run
 	// gets Store/<plan name>/<timestamp>/, and Store/latest points to it.
+	// Store/index.html lists every run in it, rewritten after each run
+	// (reports.WriteStoreIndex).
 	Store string
 	Log   *slog.Logger
 	// Status, when set, is called a few times a second during the run.
@@ -335,7 +337,16 @@ func (r *run) finish(runErr error) (*Outcome, error) {
 	if err != nil {
 		r.log.Error("report", "err", err)
 	}
+	r.indexStore(r.opts.Store)
 	return out, runErr
+}
+
+// indexStore rewrites store's index.html (reports.WriteStoreIndex) now that
+// a run's report changed; a failure is only logged: the run is complete.
+func (r *run) indexStore(store string) {
+	if err := reports.WriteStoreIndex(store); err != nil {
+		r.log.Warn("store index", "err", err)
+	}
 }
 
 // check runs the checkers on r.ops: r.result, or the error of a history
