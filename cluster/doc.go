@@ -82,8 +82,12 @@
 // Redis image on a Docker network of its own; the proxies listen on the
 // network's gateway. With no registry at hand, BuildRedisImage builds
 // tumbler's image (Debian bookworm by debootstrap, with the clock shim) and
-// BuildHarnessImage a FROM-scratch image of a static binary. Its record
-// names its containers' label, so SweepOrphans removes them too.
+// BuildHarnessImage a FROM-scratch image of a static binary;
+// BuildLocalImages (tumbler image build) makes the images
+// docker-compose.yml runs: that Redis image and the harness image
+// tumbler:local, the tumbler binary on it, which also serves toxiproxy
+// (ServeToxiproxy). Its record names its containers' label, so SweepOrphans
+// removes them too.
 //
 // ExternalProvider adopts a deployment tumbler does not run
 // (ExternalConfig, LoadExternalConfig): its nodes as they are, its links as
