@@ -86,8 +86,8 @@
 // BuildLocalImages (tumbler image build) makes the images
 // docker-compose.yml runs: that Redis image and the harness image
 // tumbler:local, the tumbler binary on it, which also serves toxiproxy
-// (ServeToxiproxy). Its record names its containers' label, so SweepOrphans
-// removes them too.
+// (ServeToxiproxy). A DockerProvider's record names its containers' label,
+// so SweepOrphans removes them too.
 //
 // ExternalProvider adopts a deployment tumbler does not run
 // (ExternalConfig, LoadExternalConfig): its nodes as they are, its links as
