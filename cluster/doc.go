@@ -81,8 +81,7 @@
 // DockerProvider runs each process in containers (testcontainers-go) of a
 // Redis image on a Docker network of its own; the proxies listen on the
 // network's gateway. With no registry at hand, BuildRedisImage builds
-// tumbler's image (Debian bookworm by debootstrap, with the clock shim) and
-// BuildHarnessImage a FROM-scratch image of a static binary;
+// tumbler's image (Debian bookworm by debootstrap, with the clock shim);
 // BuildLocalImages (tumbler image build) makes the images
 // docker-compose.yml runs: that Redis image and the harness image
 // tumbler:local, the tumbler binary on it, which also serves toxiproxy

@@ -6,23 +6,19 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 	"github.com/redis/go-redis/v9"
-	"github.com/testcontainers/testcontainers-go"
 
 	"github.com/tumbler-dev/tumbler/access"
 	"github.com/tumbler-dev/tumbler/internal/tlstest"
@@ -399,108 +395,6 @@ func TestDockerUnsupportedClock(t *testing.T) {
 	err := d.SetClock("n1", time.Second)
 	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "clock offset") || !strings.Contains(err.Error(), OfficialRedisImage) {
 		t.Fatalf("SetClock = %v", err)
-	}
-}
-
-func TestBuildHarnessImage(t *testing.T) {
-	t.Parallel()
-	needDocker(t)
-	ctx := testCtx(t, 2*time.Minute)
-	dir := t.TempDir()
-	src := filepath.Join(dir, "main.go")
-	prog := `package main
-
-import (
-	"fmt"
-	"os"
-)
-
-func main() {
-	f, err := os.CreateTemp("", "x")
-	if err != nil {
-		fmt.Println("no temp dir:", err)
-		os.Exit(1)
-	}
-	f.Close()
-	fmt.Println("hello from scratch", os.Args[1:])
-}
-`
-	if err := os.WriteFile(src, []byte(prog), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "hello")
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	build := exec.CommandContext(ctx, goBin, "build", "-o", bin, src)
-	build.Dir = dir
-	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=", "GO111MODULE=off")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-
-	if _, err := BuildHarnessImage(ctx, "/bin/true", ""); err == nil || !strings.Contains(err.Error(), "dynamically linked") {
-		t.Errorf("a dynamic binary: %v, want a 'dynamically linked' error", err)
-	}
-	if _, err := BuildHarnessImage(ctx, src, ""); err == nil || !strings.Contains(err.Error(), "not an ELF") {
-		t.Errorf("a source file: %v, want a 'not an ELF' error", err)
-	}
-
-	tag := "tumbler/harness-test:" + randHex(4)
-	got, err := BuildHarnessImage(ctx, bin, tag)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cli, err := dockerClient(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	t.Cleanup(func() {
-		_, _ = cli.ImageRemove(context.Background(), tag, client.ImageRemoveOptions{Force: true})
-	})
-	img, err := cli.ImageInspect(ctx, got)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, _ := os.Stat(bin)
-	if img.Size > st.Size()+1<<20 {
-		t.Errorf("image is %d bytes for a %d-byte binary: not just the binary", img.Size, st.Size())
-	}
-	again, err := BuildHarnessImage(ctx, bin, tag)
-	if err != nil || again != tag {
-		t.Fatalf("second build = %q, %v", again, err)
-	}
-	if img2, err := cli.ImageInspect(ctx, tag); err != nil || img2.ID != img.ID {
-		t.Errorf("the same binary was imported again (%v)", err)
-	}
-
-	run := randHex(4)
-	ctr, err := testcontainers.Run(ctx, tag, testcontainers.WithCmd("a", "b"),
-		testcontainers.WithLabels(map[string]string{DockerRunLabel: run}),
-		testcontainers.WithLogger(tcLogger(t.Logf)))
-	t.Cleanup(func() { _ = removeRun(context.Background(), cli, run) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	wait := cli.ContainerWait(ctx, ctr.GetContainerID(), client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
-	select {
-	case res := <-wait.Result:
-		if res.StatusCode != 0 {
-			t.Errorf("exit status %d", res.StatusCode)
-		}
-	case err := <-wait.Error:
-		t.Fatal(err)
-	}
-	logs, err := ctr.Logs(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logs.Close()
-	b, _ := io.ReadAll(io.LimitReader(logs, 4096))
-	if !strings.Contains(string(b), "hello from scratch [a b]") {
-		t.Fatalf("container output %q", b)
 	}
 }
 

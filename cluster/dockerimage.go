@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"archive/tar"
 	"bufio"
 	"bytes"
 	"context"
@@ -332,61 +331,6 @@ func importImage(ctx context.Context, cli *testcontainers.DockerClient, rootfs i
 		return fmt.Errorf("docker import %s: %w", tag, err)
 	}
 	return nil
-}
-
-// BuildHarnessImage makes a FROM-scratch image holding one static binary
-// as /tumbler (its entrypoint) and an empty /tmp, and returns its tag. An
-// empty tag means tumbler/harness:<hash of the binary>; an image of that
-// binary under that tag already is reused. The binary must be statically
-// linked (CGO_ENABLED=0 go build): a scratch image has no libc.
-func BuildHarnessImage(ctx context.Context, binary, tag string) (string, error) {
-	b, err := os.ReadFile(binary)
-	if err != nil {
-		return "", fmt.Errorf("harness image: %w", err)
-	}
-	if err := checkStatic(binary, b); err != nil {
-		return "", fmt.Errorf("harness image: %w", err)
-	}
-	sum := sha256.Sum256(b)
-	digest := hex.EncodeToString(sum[:])
-	if tag == "" {
-		tag = "tumbler/harness:" + digest[:12]
-	}
-	cli, err := dockerClient(ctx)
-	if err != nil {
-		return "", err
-	}
-	defer cli.Close()
-	const binLabel = "tumbler.binary-sha256"
-	if labels, found, err := imageLabels(ctx, cli, tag); err != nil {
-		return "", err
-	} else if found && labels[binLabel] == digest {
-		return tag, nil
-	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	now := time.Now()
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: "tmp/", Mode: 0o1777, ModTime: now}); err != nil {
-		return "", err
-	}
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "tumbler", Mode: 0o755, Size: int64(len(b)), ModTime: now}); err != nil {
-		return "", err
-	}
-	if _, err := tw.Write(b); err != nil {
-		return "", err
-	}
-	if err := tw.Close(); err != nil {
-		return "", err
-	}
-	err = importImage(ctx, cli, &buf, tag, []string{
-		`ENTRYPOINT ["/tumbler"]`,
-		"ENV TMPDIR=/tmp",
-		"LABEL " + binLabel + "=" + digest,
-	})
-	if err != nil {
-		return "", fmt.Errorf("harness image: %w", err)
-	}
-	return tag, nil
 }
 
 // checkStatic refuses what cannot run in a scratch image.
