@@ -12,6 +12,8 @@
 //
 // # The history contract
 //
+// (ARCHITECTURE.md §4 gives the overview; this is the full statement.)
+//
 // Workloads and the nemesis write ops (history.Op) following these rules;
 // the checkers rely on them.
 //

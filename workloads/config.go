@@ -12,7 +12,7 @@ import (
 // Kind names a workload.
 type Kind string
 
-// The workloads of DESIGN.md §6.
+// The workload kinds (ARCHITECTURE.md §1).
 const (
 	// Mutex: acquire, hold for a random time, release.
 	Mutex Kind = "mutex"

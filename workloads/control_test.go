@@ -472,7 +472,7 @@ func TestRenewalsRecorded(t *testing.T) {
 }
 
 // TestCrashInsideRecipe crashes a client between SETNX and EXPIRE of the
-// setnx-expire recipe (seed 001's warning): the key is left without an
+// setnx-expire recipe (the warning blog posts give): the key is left without an
 // expiry and nobody gets the lock again.
 func TestCrashInsideRecipe(t *testing.T) {
 	for _, mode := range modes {

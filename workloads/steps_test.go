@@ -197,7 +197,7 @@ func TestArmPauseStopsWatchdog(t *testing.T) {
 }
 
 // TestArmPauseInsideRelease stops a check-then-del client between its GET
-// and its DEL for 2×TTL (seed 003): meanwhile the other client takes the
+// and its DEL for 2×TTL (as blog posts do it): meanwhile the other client takes the
 // expired lock, the DEL frees that client's lock, and the next acquire is
 // a double grant. OpTimeout exceeds the pause so that the DEL goes out.
 func TestArmPauseInsideRelease(t *testing.T) {
