@@ -6,6 +6,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/workloads"
 )
 
 // Cluster is what the nemesis needs of a cluster: *cluster.Cluster
@@ -41,16 +42,6 @@ type Cluster interface {
 
 var _ Cluster = (*cluster.Cluster)(nil)
 
-// StepAction is what a client does when it next reaches an armed lock step.
-// The zero StepAction disarms the step.
-type StepAction struct {
-	// Pause stops the client there this long: a real SIGSTOP of the client
-	// process by its parent, like ClientPause.
-	Pause time.Duration
-	// Crash makes the client crash there.
-	Crash bool
-}
-
 // Clients controls the workload's clients, numbered from 0 as in the
 // history (Op.Client). The run engine implements it over its client
 // processes. Client i reaches the cluster through the proxies c<i>->X.
@@ -63,7 +54,7 @@ type Clients interface {
 	SetClockOffset(i int, d time.Duration) error
 	// ArmStep makes client i perform action when it next reaches the named
 	// lock step; the zero action disarms it.
-	ArmStep(i int, step string, action StepAction) error
+	ArmStep(i int, step string, action workloads.StepAction) error
 	// GateResource closes (or opens) client i's path to the protected
 	// resource: while closed its resource requests are held back, as a
 	// partitioned client's would be.
