@@ -86,16 +86,6 @@ type Sink interface {
 	Record(history.Op) (history.Op, error)
 }
 
-// ClientMode is where the workload's clients run; a real pause needs
-// processes.
-type ClientMode string
-
-// Client modes, named as workloads.Mode names them.
-const (
-	ProcessClients   ClientMode = "process"
-	InProcessClients ClientMode = "in-process"
-)
-
 // Setup is what a plan is validated against: the shape of the run it will
 // hit.
 type Setup struct {
@@ -104,9 +94,9 @@ type Setup struct {
 	Clients int
 	// NodeClock: the data nodes run with the clock shim (cluster.Spec.Clock).
 	NodeClock bool
-	// ClientMode: client-pause and step-pause need ProcessClients; "" is
-	// not checked.
-	ClientMode ClientMode
+	// ClientMode is where the clients run: client-pause and step-pause
+	// need workloads.Processes; "" is workloads.DefaultMode.
+	ClientMode workloads.Mode
 	// Provider names the provider that runs the nodes and Controls lists
 	// what it can do to them (cluster.Provider.Controls): a kind that needs
 	// a control the provider lacks is refused. An empty Provider means no
@@ -131,7 +121,7 @@ type Env struct {
 	// topology and its provider, Clients the client count, or without
 	// Clients the cluster's).
 	NodeClock  bool
-	ClientMode ClientMode
+	ClientMode workloads.Mode
 }
 
 // Setup describes the env for Plan.Validate.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/workloads"
 )
 
 func TestSpan(t *testing.T) {
@@ -89,7 +90,7 @@ func TestPlanJSONRoundTrip(t *testing.T) {
 	if string(out) != in {
 		t.Errorf("round trip changed the plan:\n%s", out)
 	}
-	if err := p.Validate(Setup{Topology: cluster.Topology{Kind: cluster.Independent, N: 5}, Clients: 3, ClientMode: ProcessClients}); err != nil {
+	if err := p.Validate(Setup{Topology: cluster.Topology{Kind: cluster.Independent, N: 5}, Clients: 3, ClientMode: workloads.Processes}); err != nil {
 		t.Error(err)
 	}
 	if _, err := ParsePlan([]byte(`{"steps":[{"at":"1s","fault":"kill","nodes":["n1"],"duration":"1s"}]}`)); err == nil || !strings.Contains(err.Error(), `unknown field "duration"`) {
@@ -104,12 +105,12 @@ func TestPlanJSONRoundTrip(t *testing.T) {
 }
 
 func TestValidateNamesTheStep(t *testing.T) {
-	ind5 := Setup{Topology: cluster.Topology{Kind: cluster.Independent, N: 5}, Clients: 3, NodeClock: true, ClientMode: ProcessClients}
+	ind5 := Setup{Topology: cluster.Topology{Kind: cluster.Independent, N: 5}, Clients: 3, NodeClock: true, ClientMode: workloads.Processes}
 	rep1 := Setup{Topology: cluster.Topology{Kind: cluster.Replicated, N: 1}, Clients: 2}
 	noClock := ind5
 	noClock.NodeClock = false
 	inproc := ind5
-	inproc.ClientMode = InProcessClients
+	inproc.ClientMode = workloads.InProcess
 	external := ind5
 	external.Provider, external.Controls = "external", cluster.CanClock
 	extKill := ind5

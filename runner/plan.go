@@ -121,7 +121,7 @@ type Range [2]Span
 // WorkloadPlan is what the clients do.
 type WorkloadPlan struct {
 	Kind    workloads.Kind `json:"kind"`
-	Mode    workloads.Mode `json:"mode,omitempty"` // default process
+	Mode    workloads.Mode `json:"mode,omitempty"` // default workloads.DefaultMode (process)
 	Clients int            `json:"clients"`
 	Keys    int            `json:"keys,omitempty"` // default 1
 	Hold    Range          `json:"hold"`
@@ -326,9 +326,7 @@ func (p Plan) withDefaults() Plan {
 	if p.Name == "" {
 		p.Name = "run"
 	}
-	if p.Workload.Mode == "" {
-		p.Workload.Mode = workloads.Processes
-	}
+	p.Workload.Mode = p.Workload.Mode.OrDefault()
 	if p.Workload.Keys == 0 {
 		p.Workload.Keys = 1
 	}
@@ -642,13 +640,9 @@ func (p Plan) nemesisPlan() nemesis.Plan {
 // control is then assumed).
 func (p Plan) nemesisSetup(prov cluster.Provider) nemesis.Setup {
 	p = p.withDefaults()
-	mode := nemesis.ProcessClients
-	if p.Workload.Mode == workloads.InProcess {
-		mode = nemesis.InProcessClients
-	}
 	s := nemesis.Setup{
 		Topology: p.Topology, Clients: p.Workload.Clients,
-		NodeClock: p.nemesisPlan().NeedsNodeClock(), ClientMode: mode,
+		NodeClock: p.nemesisPlan().NeedsNodeClock(), ClientMode: p.Workload.Mode,
 	}
 	if prov != nil {
 		s.Provider, s.Controls = prov.Name(), prov.Controls()

@@ -56,6 +56,19 @@ const (
 	Processes Mode = "process"
 )
 
+// DefaultMode is where clients run when nothing names a mode: for a
+// Config, a plan's workload.mode, the command line's --client-mode and the
+// nemesis's checks of what a fault needs (nemesis.Setup.ClientMode) alike.
+const DefaultMode = Processes
+
+// OrDefault is m, or DefaultMode when m is empty.
+func (m Mode) OrDefault() Mode {
+	if m == "" {
+		return DefaultMode
+	}
+	return m
+}
+
 // Steps of the workload itself at which Crash can hit, in addition to the
 // steps the lock recipes report through lock.StepHook.
 const (
@@ -106,7 +119,7 @@ type CrashSpec struct {
 // time.Duration, nanoseconds in JSON.
 type Config struct {
 	Kind    Kind `json:"kind"`
-	Mode    Mode `json:"mode,omitempty"` // default InProcess
+	Mode    Mode `json:"mode,omitempty"` // default DefaultMode
 	Clients int  `json:"clients"`
 	// Keys contended for; key i is KeyPrefix + i. Each cycle picks one at random.
 	Keys      int      `json:"keys"`
@@ -195,9 +208,7 @@ const DefaultKeyPrefix = "tumbler:"
 
 // withDefaults returns c with the documented defaults filled in.
 func (c Config) withDefaults() Config {
-	if c.Mode == "" {
-		c.Mode = InProcess
-	}
+	c.Mode = c.Mode.OrDefault()
 	if c.KeyPrefix == "" {
 		c.KeyPrefix = DefaultKeyPrefix
 	}

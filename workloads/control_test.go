@@ -337,6 +337,7 @@ func TestClockOffsetReachesClient(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	good := workloads.Config{
+		Mode: workloads.InProcess,
 		Kind: workloads.Mutex, Clients: 1, Keys: 1, TimeLimit: time.Second,
 		Lock: workloads.LockSpec{Builder: testBuilder},
 	}

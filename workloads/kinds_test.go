@@ -162,7 +162,7 @@ func TestLatchRounds(t *testing.T) {
 }
 
 func TestKindConfigErrors(t *testing.T) {
-	base := workloads.Config{Kind: workloads.Latch, Clients: 3, Keys: 1, TimeLimit: time.Second,
+	base := workloads.Config{Mode: workloads.InProcess, Kind: workloads.Latch, Clients: 3, Keys: 1, TimeLimit: time.Second,
 		Lock: workloads.LockSpec{Builder: testBuilder}}
 	for _, tc := range []struct {
 		mod  func(*workloads.Config)

@@ -480,6 +480,7 @@ func TestNest(t *testing.T) {
 		e := newEnv(t)
 		const ttl = 2 * time.Second
 		cfg := workloads.Config{
+			Mode: workloads.InProcess,
 			Kind: workloads.Counter, Clients: 2, Keys: 1, KeyPrefix: "wl:" + t.Name() + ":", Nest: 3,
 			Lock:      workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: ttl, Variant: "reentrant"})},
 			Retry:     &lock.Strategy{Attempts: 0, Delay: 5 * time.Millisecond},
@@ -525,6 +526,7 @@ func TestNest(t *testing.T) {
 	t.Run("not-reentrant", func(t *testing.T) {
 		e := newEnv(t)
 		cfg := workloads.Config{
+			Mode: workloads.InProcess,
 			Kind: workloads.FencedWrite, Clients: 1, Keys: 1, KeyPrefix: "wl:" + t.Name() + ":", Nest: 2,
 			Lock:           workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: 5 * time.Second})},
 			Retry:          &lock.Strategy{Delay: 20 * time.Millisecond},

@@ -169,6 +169,7 @@ func TestFencedResource(t *testing.T) {
 func fencedStale(t *testing.T, check bool) []history.Op {
 	e := newEnv(t)
 	cfg := workloads.Config{
+		Mode: workloads.InProcess,
 		Kind: workloads.FencedWrite, Clients: 3, Keys: 1, KeyPrefix: "wl:" + t.Name() + ":",
 		Lock:  workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: 200 * time.Millisecond, Variant: "fenced"})},
 		Retry: &lock.Strategy{Delay: 5 * time.Millisecond, Jitter: 5 * time.Millisecond},
@@ -228,6 +229,7 @@ func TestCheckValidityStopsExpiredWrites(t *testing.T) {
 func TestCounter(t *testing.T) {
 	e := newEnv(t)
 	cfg := workloads.Config{
+		Mode: workloads.InProcess,
 		Kind: workloads.Counter, Clients: 3, Keys: 1, KeyPrefix: "wl:" + t.Name() + ":",
 		Lock:      workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: 2 * time.Second})},
 		Retry:     &lock.Strategy{Delay: time.Millisecond, Jitter: 2 * time.Millisecond},
