@@ -5,56 +5,10 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
-
-func TestSpan(t *testing.T) {
-	ttl := 800 * time.Millisecond
-	for _, tc := range []struct {
-		in   string
-		want time.Duration
-	}{
-		{"750ms", 750 * time.Millisecond},
-		{"1.5s", 1500 * time.Millisecond},
-		{"-2s", -2 * time.Second},
-		{"0", 0},
-		{"2ttl", 1600 * time.Millisecond},
-		{"0.5ttl", 400 * time.Millisecond},
-		{"-1ttl", -800 * time.Millisecond},
-		{" 0.1 ttl", 80 * time.Millisecond},
-	} {
-		s, err := ParseSpan(tc.in)
-		if err != nil {
-			t.Errorf("%q: %v", tc.in, err)
-			continue
-		}
-		if got := s.Resolve(ttl); got != tc.want {
-			t.Errorf("%q resolves to %v, want %v", tc.in, got, tc.want)
-		}
-		b, _ := json.Marshal(s)
-		if string(b) != `"`+tc.in+`"` {
-			t.Errorf("%q marshals as %s: not as read", tc.in, b)
-		}
-	}
-	for _, bad := range []string{"", "2", "ttl", "xttl", "NaNttl", "1e9ttl", "5 seconds"} {
-		if _, err := ParseSpan(bad); err == nil {
-			t.Errorf("ParseSpan(%q) accepted", bad)
-		}
-	}
-	var s Span
-	if err := json.Unmarshal([]byte(`1000`), &s); err == nil || !strings.Contains(err.Error(), "strings like") {
-		t.Errorf("a bare number: %v", err)
-	}
-	if TTLs(0.5).String() != "0.5ttl" || Fixed(1500*time.Millisecond).String() != "1.5s" {
-		t.Errorf("canonical forms: %s, %s", TTLs(0.5), Fixed(1500*time.Millisecond))
-	}
-	if !(Span{}).IsZero() || TTLs(1).IsZero() || !TTLs(0).IsZero() {
-		t.Error("IsZero")
-	}
-}
 
 func TestPlanJSONRoundTrip(t *testing.T) {
 	in := `{

@@ -357,13 +357,14 @@ func (a Adhoc) faults(p Plan, quorum bool) ([]nemesis.Step, error) {
 	if cfg.Kind != workloads.Mutex {
 		steps = append(steps, workloads.StepBeforeWrite)
 	}
+	holdMin, holdMax := cfg.Hold.Durations()
 	np, err := nemesis.Generate(p.Seed, mix, nemesis.GenOptions{
 		Setup: setup, TTL: a.TTL, TimeLimit: a.TimeLimit, Interval: a.NemesisInterval,
 		Concurrency: concurrency,
 		// The contended key: faults aim at its holder and its lease.
 		Key:       cfg.Key(0),
 		LockSteps: steps,
-		Hold:      [2]time.Duration{cfg.Hold.Min, cfg.Hold.Max},
+		Hold:      [2]time.Duration{holdMin, holdMax},
 		Quorum:    quorum && p.Topology.Kind == cluster.Independent,
 		// A persistence the user chose is not overridden by the faults.
 		Persistence: p.Persistence,
