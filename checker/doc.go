@@ -12,6 +12,8 @@
 //
 // # The history contract
 //
+// (ARCHITECTURE.md §4 gives the overview; this is the full statement.)
+//
 // Workloads and the nemesis write ops (history.Op) following these rules;
 // the checkers rely on them.
 //
@@ -19,8 +21,9 @@
 // record, then one completion (ok, fail or info) from the same process with
 // the same f and key (and, for an extend, the same Value: the lease's owner
 // value). A completion pairs with the oldest pending invoke of its (process,
-// f, key[, owner]), so a watchdog may extend while its client writes, and a
-// renewal of the previous lease may overlap one of the next. An invoke that
+// f, key[, owner]) (history.CallKey; the rule's one home is history.Pending),
+// so a watchdog may extend while its client writes, and a renewal of the
+// previous lease may overlap one of the next. An invoke that
 // never completes (the run was killed) counts as info. Fields may sit on
 // either record; the completion's non-zero value wins.
 //

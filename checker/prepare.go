@@ -64,13 +64,6 @@ type prepared struct {
 	holds  []hold // mutual exclusion windows, by key then start
 }
 
-type pairKey struct {
-	proc  history.Process
-	f     string
-	key   string
-	owner string // extends only: a renewal of the previous lease may overlap one of the next
-}
-
 type procKey struct {
 	proc history.Process
 	key  string
@@ -80,15 +73,6 @@ type ownerKey struct {
 	proc  history.Process
 	key   string
 	owner string
-}
-
-func isCall(f string) bool {
-	switch f {
-	case history.Acquire, history.Release, history.Extend, history.Write, history.Read,
-		history.Enqueue, history.Dequeue, history.Init, history.CountDown, history.Await:
-		return true
-	}
-	return false
 }
 
 // scan checks ops against the history contract as far as one pass can
@@ -111,7 +95,7 @@ func scan(ops []history.Op, calls callStore, onCall func(i int, ci int32), onOth
 		if o.IsNemesis() {
 			continue // paired by FaultWindows
 		}
-		if !isCall(o.F) {
+		if !history.IsCall(o.F) {
 			onOther(o)
 			continue
 		}

@@ -12,7 +12,7 @@ import (
 // simulate runs a correct lock (one server, SET NX PX semantics, fencing
 // tokens, a watchdog) with clients contending for keys, and records what a
 // workload would: a history every checker must find valid. Timing follows
-// the machine facts of DESIGN.md §10 loosely (sub-millisecond latency).
+// a local test machine loosely (sub-millisecond latency).
 type simConfig struct {
 	seed     uint64
 	clients  int

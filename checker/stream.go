@@ -29,31 +29,27 @@ func (s *callSlice) add(c call) int32 {
 
 func (s *callSlice) at(i int32) *call { return &s.calls[i] }
 
-// pairer pairs each completion with the oldest pending invoke of its
-// (process, f, key[, owner for an extend]) and names the lease each call
+// pairer pairs each completion with its invoke (history.Pending: the
+// oldest pending invoke of its history.CallKey) and names the lease each call
 // acts under: an acquire is its own; a release or extend whose value is
 // the owner value of one of the process's ok acquires of the key acts
 // under that one; otherwise (and for writes and reads) under the process's
 // latest acquire of the key invoked before it.
 type pairer struct {
 	calls         callStore
-	pending       map[pairKey][]int32
+	pending       history.Pending[int32]
 	latestAcquire map[procKey]int32
 	byOwner       map[ownerKey]int32 // ok acquires by owner value
 }
 
 func newPairer(calls callStore) *pairer {
-	return &pairer{calls: calls, pending: map[pairKey][]int32{}, latestAcquire: map[procKey]int32{}, byOwner: map[ownerKey]int32{}}
+	return &pairer{calls: calls, latestAcquire: map[procKey]int32{}, byOwner: map[ownerKey]int32{}}
 }
 
-// add takes the next call record (isCall(o.F)) and returns its call.
+// add takes the next call record (history.IsCall(o.F)) and returns its call.
 func (pr *pairer) add(o *history.Op) (int32, error) {
 	if o.Key == "" {
 		return -1, &HistoryError{o.Index, o.Summary() + " has no key"}
-	}
-	pk := pairKey{o.Process, o.F, o.Key, ""}
-	if o.F == history.Extend {
-		pk.owner = o.Value
 	}
 	if o.Type == history.Invoke {
 		c := call{
@@ -72,18 +68,12 @@ func (pr *pairer) add(o *history.Op) (int32, error) {
 		if o.F == history.Acquire {
 			pr.latestAcquire[procKey{o.Process, o.Key}] = ci
 		}
-		pr.pending[pk] = append(pr.pending[pk], ci)
+		pr.pending.Invoke(*o, ci)
 		return ci, nil
 	}
-	q := pr.pending[pk]
-	if len(q) == 0 {
-		return -1, &HistoryError{o.Index, fmt.Sprintf("%s%s has no pending invoke%s", o.Summary(), ownerNote(pk.owner), pr.otherPending(o))}
-	}
-	ci := q[0]
-	if len(q) == 1 {
-		delete(pr.pending, pk)
-	} else {
-		pr.pending[pk] = q[1:]
+	ci, ok := pr.pending.Complete(*o)
+	if !ok {
+		return -1, &HistoryError{o.Index, fmt.Sprintf("%s%s has no pending invoke%s", o.Summary(), ownerNote(history.CallKeyOf(*o).Owner), pr.otherPending(o))}
 	}
 	c := pr.calls.at(ci)
 	if o.Time < c.call {
@@ -117,15 +107,15 @@ func (pr *pairer) add(o *history.Op) (int32, error) {
 // extend".
 func (pr *pairer) otherPending(o *history.Op) string {
 	var best *call
-	for k, q := range pr.pending {
-		if k.proc != o.Process || len(q) == 0 {
+	for k, ci := range pr.pending.All() {
+		if k.Process != o.Process {
 			continue
 		}
-		c := pr.calls.at(q[0])
+		c := pr.calls.at(ci)
 		if c == nil {
 			continue
 		}
-		same, bestSame := k.key == o.Key, best != nil && best.key == o.Key
+		same, bestSame := k.Key == o.Key, best != nil && best.key == o.Key
 		if best == nil || same && !bestSame || same == bestSame && c.inv < best.inv {
 			best = c
 		}
@@ -295,7 +285,7 @@ func (m *MutexMonitor) Observe(op history.Op) {
 		m.hb.event(&op)
 		return
 	}
-	if !isCall(op.F) {
+	if !history.IsCall(op.F) {
 		return
 	}
 	ci, err := m.pr.add(&op)

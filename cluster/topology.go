@@ -17,7 +17,7 @@ const (
 	Replicated Kind = "replicated"
 	// Groups is G independent groups of a primary and a replica, n<i> and
 	// n<i>r (i = 1..G): Redlock's masters as they run in practice, each
-	// with a replica that can be promoted in its place (seed 003 §④).
+	// with a replica that can be promoted in its place (blog posts on Redlock in production note).
 	Groups Kind = "groups"
 )
 

@@ -17,10 +17,10 @@ import (
 	"github.com/tumbler-dev/tumbler/lock/single"
 )
 
-// seed000Release is the release script exactly as seed 000 prints it: the
+// docsRelease is the release script exactly as the Redis documentation prints it: the
 // hand-written baseline a library must not lose to, sent as plain EVAL
 // ("raw") and as EVALSHA ("rawsha", what single sends).
-const seed000Release = `if redis.call("get",KEYS[1]) == ARGV[1] then
+const docsRelease = `if redis.call("get",KEYS[1]) == ARGV[1] then
     return redis.call("del",KEYS[1])
 else
     return 0
@@ -76,7 +76,7 @@ func BenchmarkLocks(b *testing.B) {
 	}
 	stalls := lock.WithNodeTimeout(500 * time.Millisecond)
 	raw := newClient(servers[0].Addr)
-	rawSHA, err := raw.ScriptLoad(ctx, seed000Release).Result()
+	rawSHA, err := raw.ScriptLoad(ctx, docsRelease).Result()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func BenchmarkLocks(b *testing.B) {
 	}{
 		{"raw", func() error {
 			return rawCycle("bench:raw", func(value string) *redis.Cmd {
-				return raw.Eval(ctx, seed000Release, []string{"bench:raw"}, value)
+				return raw.Eval(ctx, docsRelease, []string{"bench:raw"}, value)
 			})
 		}},
 		{"rawsha", func() error {

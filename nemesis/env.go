@@ -6,6 +6,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/workloads"
 )
 
 // Cluster is what the nemesis needs of a cluster: *cluster.Cluster
@@ -41,16 +42,6 @@ type Cluster interface {
 
 var _ Cluster = (*cluster.Cluster)(nil)
 
-// StepAction is what a client does when it next reaches an armed lock step.
-// The zero StepAction disarms the step.
-type StepAction struct {
-	// Pause stops the client there this long: a real SIGSTOP of the client
-	// process by its parent, like ClientPause.
-	Pause time.Duration
-	// Crash makes the client crash there.
-	Crash bool
-}
-
 // Clients controls the workload's clients, numbered from 0 as in the
 // history (Op.Client). The run engine implements it over its client
 // processes. Client i reaches the cluster through the proxies c<i>->X.
@@ -63,7 +54,7 @@ type Clients interface {
 	SetClockOffset(i int, d time.Duration) error
 	// ArmStep makes client i perform action when it next reaches the named
 	// lock step; the zero action disarms it.
-	ArmStep(i int, step string, action StepAction) error
+	ArmStep(i int, step string, action workloads.StepAction) error
 	// GateResource closes (or opens) client i's path to the protected
 	// resource: while closed its resource requests are held back, as a
 	// partitioned client's would be.
@@ -95,16 +86,6 @@ type Sink interface {
 	Record(history.Op) (history.Op, error)
 }
 
-// ClientMode is where the workload's clients run; a real pause needs
-// processes.
-type ClientMode string
-
-// Client modes, named as workloads.Mode names them.
-const (
-	ProcessClients   ClientMode = "process"
-	InProcessClients ClientMode = "in-process"
-)
-
 // Setup is what a plan is validated against: the shape of the run it will
 // hit.
 type Setup struct {
@@ -113,9 +94,9 @@ type Setup struct {
 	Clients int
 	// NodeClock: the data nodes run with the clock shim (cluster.Spec.Clock).
 	NodeClock bool
-	// ClientMode: client-pause and step-pause need ProcessClients; "" is
-	// not checked.
-	ClientMode ClientMode
+	// ClientMode is where the clients run: client-pause and step-pause
+	// need workloads.Processes; "" is workloads.DefaultMode.
+	ClientMode workloads.Mode
 	// Provider names the provider that runs the nodes and Controls lists
 	// what it can do to them (cluster.Provider.Controls): a kind that needs
 	// a control the provider lacks is refused. An empty Provider means no
@@ -140,7 +121,7 @@ type Env struct {
 	// topology and its provider, Clients the client count, or without
 	// Clients the cluster's).
 	NodeClock  bool
-	ClientMode ClientMode
+	ClientMode workloads.Mode
 }
 
 // Setup describes the env for Plan.Validate.

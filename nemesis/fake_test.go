@@ -13,6 +13,7 @@ import (
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/internal/wait"
+	"github.com/tumbler-dev/tumbler/workloads"
 )
 
 // fakeCluster records every control call and keeps the state the calls
@@ -297,7 +298,7 @@ func (c *fakeClients) Resume(i int) error { return c.rec("resume %d", i) }
 func (c *fakeClients) SetClockOffset(i int, d time.Duration) error {
 	return c.rec("clock %d %v", i, d)
 }
-func (c *fakeClients) ArmStep(i int, step string, a StepAction) error {
+func (c *fakeClients) ArmStep(i int, step string, a workloads.StepAction) error {
 	return c.rec("arm %d %s %+v", i, step, a)
 }
 func (c *fakeClients) GateResource(i int, closed bool) error { return c.rec("gate %d %v", i, closed) }

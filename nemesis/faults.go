@@ -11,6 +11,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/workloads"
 )
 
 // What every kind's apply shares: resolving targets, the node and client
@@ -248,7 +249,7 @@ func setShare[T comparable](shares map[T]map[int]time.Duration, target T, i int,
 
 // arm arms the lock step of step i on clients with action (step-pause,
 // step-crash), one arming per client and step at a time.
-func (r *runner) arm(i int, clients []int, action StepAction) error {
+func (r *runner) arm(i int, clients []int, action workloads.StepAction) error {
 	st := r.steps[i]
 	c := st.c
 	for _, cl := range clients {
@@ -262,7 +263,7 @@ func (r *runner) arm(i int, clients []int, action StepAction) error {
 		r.armed[k] = i
 		st.undo = append(st.undo, func() error {
 			delete(r.armed, k)
-			if err := r.env.Clients.ArmStep(cl, c.LockStep, StepAction{}); err != nil {
+			if err := r.env.Clients.ArmStep(cl, c.LockStep, workloads.StepAction{}); err != nil {
 				return fmt.Errorf("disarm client %d at %q: %w", cl, c.LockStep, err)
 			}
 			return nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/workloads"
 )
 
 var genTopologies = []string{"independent:1", "independent:3", "independent:5", "replicated:1", "replicated:2", "replicated:2+sentinels"}
@@ -20,7 +21,7 @@ func genOptions(t *testing.T, topo, key string, k int) GenOptions {
 		t.Fatal(err)
 	}
 	return GenOptions{
-		Setup:       Setup{Topology: tp, Clients: 4, NodeClock: true, ClientMode: ProcessClients},
+		Setup:       Setup{Topology: tp, Clients: 4, NodeClock: true, ClientMode: workloads.Processes},
 		TTL:         500 * time.Millisecond,
 		TimeLimit:   30 * time.Second,
 		Concurrency: k,
@@ -275,7 +276,7 @@ func TestGenerateRefusesWhatTheSetupCannotTake(t *testing.T) {
 		{[]Kind{"meteor"}, nil, `unknown fault "meteor"`},
 		{[]Kind{Clock}, func(o *GenOptions) { o.NodeClock = false }, "clock: the data nodes run without the clock shim"},
 		{[]Kind{StepCrash}, func(o *GenOptions) { o.LockSteps = nil }, "needs GenOptions.LockSteps"},
-		{[]Kind{ClientPause}, func(o *GenOptions) { o.ClientMode = InProcessClients }, "process mode"},
+		{[]Kind{ClientPause}, func(o *GenOptions) { o.ClientMode = workloads.InProcess }, "process mode"},
 		{[]Kind{Partition, Pause}, func(o *GenOptions) { o.Provider, o.Controls = "external", cluster.CanKill },
 			"pause: needs a provider that can pause/resume nodes; the external provider can kill/start"},
 		{[]Kind{Clock}, func(o *GenOptions) { o.Provider, o.Controls = "docker", cluster.AllControls&^cluster.CanClock },

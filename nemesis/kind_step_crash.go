@@ -3,6 +3,8 @@ package nemesis
 import (
 	"errors"
 	"fmt"
+
+	"github.com/tumbler-dev/tumbler/workloads"
 )
 
 // StepCrash arms a client to crash when it next reaches the lock step
@@ -33,7 +35,7 @@ func (stepCrash) check(c *compiled, _ Setup) error {
 }
 
 func (stepCrash) apply(r *runner, i int, t target) error {
-	return r.arm(i, t.clients, StepAction{Crash: true})
+	return r.arm(i, t.clients, workloads.StepAction{Crash: true})
 }
 
 func (stepCrash) describe(c *compiled, t target) string {

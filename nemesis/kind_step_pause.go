@@ -3,6 +3,8 @@ package nemesis
 import (
 	"errors"
 	"fmt"
+
+	"github.com/tumbler-dev/tumbler/workloads"
 )
 
 // StepPause arms a client to stop for Pause when it next reaches the lock
@@ -36,7 +38,7 @@ func (stepPause) check(c *compiled, _ Setup) error {
 }
 
 func (stepPause) apply(r *runner, i int, t target) error {
-	return r.arm(i, t.clients, StepAction{Pause: r.steps[i].c.pause})
+	return r.arm(i, t.clients, workloads.StepAction{Pause: r.steps[i].c.pause})
 }
 
 func (stepPause) describe(c *compiled, t target) string {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/workloads"
 )
 
 // faultKind is everything the package knows about one kind of fault, kept
@@ -181,7 +182,7 @@ func (n needs) check(s Setup) error {
 		return fmt.Errorf("topology %s without clients has no links to act on", s.Topology)
 	case n.clients && s.Clients == 0:
 		return errors.New("the run has no clients")
-	case n.processClients && s.ClientMode == InProcessClients:
+	case n.processClients && s.ClientMode.OrDefault() == workloads.InProcess:
 		return errors.New("needs clients in process mode: a real pause is a SIGSTOP of the client's process")
 	case n.nodeClock && !s.NodeClock:
 		return errors.New("the data nodes run without the clock shim (start the cluster with Spec.Clock)")

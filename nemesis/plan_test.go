@@ -5,55 +5,10 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/workloads"
 )
-
-func TestSpan(t *testing.T) {
-	ttl := 800 * time.Millisecond
-	for _, tc := range []struct {
-		in   string
-		want time.Duration
-	}{
-		{"750ms", 750 * time.Millisecond},
-		{"1.5s", 1500 * time.Millisecond},
-		{"-2s", -2 * time.Second},
-		{"0", 0},
-		{"2ttl", 1600 * time.Millisecond},
-		{"0.5ttl", 400 * time.Millisecond},
-		{"-1ttl", -800 * time.Millisecond},
-		{" 0.1 ttl", 80 * time.Millisecond},
-	} {
-		s, err := ParseSpan(tc.in)
-		if err != nil {
-			t.Errorf("%q: %v", tc.in, err)
-			continue
-		}
-		if got := s.Resolve(ttl); got != tc.want {
-			t.Errorf("%q resolves to %v, want %v", tc.in, got, tc.want)
-		}
-		b, _ := json.Marshal(s)
-		if string(b) != `"`+tc.in+`"` {
-			t.Errorf("%q marshals as %s: not as read", tc.in, b)
-		}
-	}
-	for _, bad := range []string{"", "2", "ttl", "xttl", "NaNttl", "1e9ttl", "5 seconds"} {
-		if _, err := ParseSpan(bad); err == nil {
-			t.Errorf("ParseSpan(%q) accepted", bad)
-		}
-	}
-	var s Span
-	if err := json.Unmarshal([]byte(`1000`), &s); err == nil || !strings.Contains(err.Error(), "strings like") {
-		t.Errorf("a bare number: %v", err)
-	}
-	if TTLs(0.5).String() != "0.5ttl" || Fixed(1500*time.Millisecond).String() != "1.5s" {
-		t.Errorf("canonical forms: %s, %s", TTLs(0.5), Fixed(1500*time.Millisecond))
-	}
-	if !(Span{}).IsZero() || TTLs(1).IsZero() || !TTLs(0).IsZero() {
-		t.Error("IsZero")
-	}
-}
 
 func TestPlanJSONRoundTrip(t *testing.T) {
 	in := `{
@@ -89,7 +44,7 @@ func TestPlanJSONRoundTrip(t *testing.T) {
 	if string(out) != in {
 		t.Errorf("round trip changed the plan:\n%s", out)
 	}
-	if err := p.Validate(Setup{Topology: cluster.Topology{Kind: cluster.Independent, N: 5}, Clients: 3, ClientMode: ProcessClients}); err != nil {
+	if err := p.Validate(Setup{Topology: cluster.Topology{Kind: cluster.Independent, N: 5}, Clients: 3, ClientMode: workloads.Processes}); err != nil {
 		t.Error(err)
 	}
 	if _, err := ParsePlan([]byte(`{"steps":[{"at":"1s","fault":"kill","nodes":["n1"],"duration":"1s"}]}`)); err == nil || !strings.Contains(err.Error(), `unknown field "duration"`) {
@@ -104,12 +59,12 @@ func TestPlanJSONRoundTrip(t *testing.T) {
 }
 
 func TestValidateNamesTheStep(t *testing.T) {
-	ind5 := Setup{Topology: cluster.Topology{Kind: cluster.Independent, N: 5}, Clients: 3, NodeClock: true, ClientMode: ProcessClients}
+	ind5 := Setup{Topology: cluster.Topology{Kind: cluster.Independent, N: 5}, Clients: 3, NodeClock: true, ClientMode: workloads.Processes}
 	rep1 := Setup{Topology: cluster.Topology{Kind: cluster.Replicated, N: 1}, Clients: 2}
 	noClock := ind5
 	noClock.NodeClock = false
 	inproc := ind5
-	inproc.ClientMode = InProcessClients
+	inproc.ClientMode = workloads.InProcess
 	external := ind5
 	external.Provider, external.Controls = "external", cluster.CanClock
 	extKill := ind5
@@ -272,28 +227,5 @@ func TestGroupsFailover(t *testing.T) {
 	}
 	if err := p.Validate(s); err != nil {
 		t.Fatalf("a groups failover plan: %v", err)
-	}
-}
-
-func TestSpanScale(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		f    float64
-		want string
-	}{
-		{"2ttl", 0.5, "1ttl"},
-		{"0.33ttl", 0.5, "0.17ttl"},
-		{"-1.5ttl", 0.5, "-0.75ttl"},
-		{"3s", 0.5, "1.5s"},
-		{"750ms", 0.5, "375ms"},
-		{"1ms", 0.5, "1ms"},
-	} {
-		s, err := ParseSpan(c.in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := s.Scale(c.f).String(); got != c.want {
-			t.Errorf("%s × %v = %s, want %s", c.in, c.f, got, c.want)
-		}
 	}
 }

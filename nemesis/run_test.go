@@ -12,6 +12,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/workloads"
 )
 
 // noLeak fails the test if goroutines started during it outlive it.
@@ -30,7 +31,7 @@ func noLeak(t *testing.T) {
 }
 
 func fakeEnv(f *fakeCluster, cl *fakeClients, o *fakeOracle) Env {
-	e := Env{Cluster: f, Clock: history.NewClock(), NodeClock: true, ClientMode: ProcessClients}
+	e := Env{Cluster: f, Clock: history.NewClock(), NodeClock: true, ClientMode: workloads.Processes}
 	if cl != nil {
 		e.Clients = cl
 	}

@@ -61,7 +61,7 @@ func deriveHolds(ops []history.Op, cfg checker.Config) holdsModel {
 	writeMarks := map[history.Type]markKind{history.OK: markWriteOK, history.Fail: markWriteFail, history.Info: markWriteInfo}
 	m.permits = cfg.Permits
 	for _, o := range ops {
-		if o.IsNemesis() || o.Key == "" || !isLockOrResource(o.F) {
+		if o.IsNemesis() || o.Key == "" || !history.IsCall(o.F) {
 			continue
 		}
 		l := laneOf(o, cfg)
@@ -100,15 +100,6 @@ func deriveHolds(ops []history.Op, cfg checker.Config) holdsModel {
 	}
 	m.holds = holds
 	return m
-}
-
-func isLockOrResource(f string) bool {
-	switch f {
-	case history.Acquire, history.Release, history.Extend, history.Write, history.Read,
-		history.Enqueue, history.Dequeue, history.Init, history.CountDown, history.Await:
-		return true
-	}
-	return false
 }
 
 // laneOf is the lane of a lock or resource op: a read-write lock's ops go

@@ -311,13 +311,14 @@ func (v *view) selectOps() ([]opRow, map[int64]bool, string) {
 			}
 		}
 		var centres []int
+		partners := history.Partners(ops)
 		if res := v.run.Result; res != nil {
 			for _, list := range [][]checker.Anomaly{res.Anomalies, res.Warnings} {
 				for _, a := range list {
 					for _, i := range a.Ops {
 						if pos, ok := v.byIndex[i]; ok {
 							add(pos)
-							add(v.partner(pos))
+							add(partners[pos])
 							centres = append(centres, pos)
 						}
 					}
@@ -367,32 +368,6 @@ func (v *view) selectOps() ([]opRow, map[int64]bool, string) {
 		note = fmt.Sprintf("%d of %d operations: those of each anomaly with their neighbours, and every fault event.", len(picked), len(ops))
 	}
 	return rows, shown, note
-}
-
-// partner finds the other half of the call an op belongs to (the invoke of
-// a completion, the completion of an invoke), within a bounded scan.
-func (v *view) partner(pos int) int {
-	const scan = 5000
-	ops := v.run.Ops
-	o := ops[pos]
-	if o.IsNemesis() || !isLockOrResource(o.F) {
-		return -1
-	}
-	same := func(p history.Op) bool { return p.Process == o.Process && p.F == o.F && p.Key == o.Key }
-	if o.Type == history.Invoke {
-		for i := pos + 1; i < len(ops) && i <= pos+scan; i++ {
-			if same(ops[i]) && ops[i].Type != history.Invoke {
-				return i
-			}
-		}
-		return -1
-	}
-	for i := pos - 1; i >= 0 && i >= pos-scan; i-- {
-		if same(ops[i]) && ops[i].Type == history.Invoke {
-			return i
-		}
-	}
-	return -1
 }
 
 func opRowOf(o history.Op) opRow {

@@ -58,7 +58,7 @@ func calls(ops []history.Op) []call {
 	pending := map[pk][]int64{}
 	var out []call
 	for _, o := range ops {
-		if o.IsNemesis() || !isLockOrResource(o.F) {
+		if o.IsNemesis() || !history.IsCall(o.F) {
 			continue
 		}
 		k := pk{o.Process, o.F, o.Key, ""}

@@ -225,7 +225,9 @@ func (a Adhoc) Plan() (Plan, error) {
 	}
 	w.Kind = workloads.Kind(a.Workload)
 	switch a.ClientMode {
-	case "", string(workloads.Processes):
+	case "":
+		w.Mode = workloads.DefaultMode
+	case string(workloads.Processes):
 		w.Mode = workloads.Processes
 	case string(workloads.InProcess), "inprocess":
 		w.Mode = workloads.InProcess

@@ -17,12 +17,13 @@ import (
 	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/lock/variants"
 	"github.com/tumbler-dev/tumbler/nemesis"
+	"github.com/tumbler-dev/tumbler/spans"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
 
 // Span is a duration in a plan: "750ms", "1.5s" or relative to the lock
-// TTL, "0.5ttl".
-type Span = nemesis.Span
+// TTL, "0.5ttl" (package spans).
+type Span = spans.Span
 
 // Plan is everything a run does, as a JSON document a person can read,
 // edit and replay: topology, lock, workload, fault schedule and seed.
@@ -115,13 +116,13 @@ var harnessDirectives = []string{"port", "tls-port", "bind", "dir", "logfile", "
 	"requirepass", "masterauth", "masteruser", "user", "aclfile", "appendonly", "appendfsync", "save",
 	"repl-diskless-load", "include"}
 
-// Range is [min, max] in JSON.
-type Range [2]Span
+// Range is a range of spans, [min, max] in JSON (package spans).
+type Range = spans.Range
 
 // WorkloadPlan is what the clients do.
 type WorkloadPlan struct {
 	Kind    workloads.Kind `json:"kind"`
-	Mode    workloads.Mode `json:"mode,omitempty"` // default process
+	Mode    workloads.Mode `json:"mode,omitempty"` // default workloads.DefaultMode (process)
 	Clients int            `json:"clients"`
 	Keys    int            `json:"keys,omitempty"` // default 1
 	Hold    Range          `json:"hold"`
@@ -326,9 +327,7 @@ func (p Plan) withDefaults() Plan {
 	if p.Name == "" {
 		p.Name = "run"
 	}
-	if p.Workload.Mode == "" {
-		p.Workload.Mode = workloads.Processes
-	}
+	p.Workload.Mode = p.Workload.Mode.OrDefault()
 	if p.Workload.Keys == 0 {
 		p.Workload.Keys = 1
 	}
@@ -597,8 +596,8 @@ func (p Plan) workloadConfig(specs []json.RawMessage) (workloads.Config, error) 
 		Kind: w.Kind, Mode: w.Mode, Clients: w.Clients, Keys: w.Keys,
 		Lock:           workloads.LockSpec{Builder: BuilderName, PerClient: specs},
 		AcquireTimeout: p.span(w.AcquireTimeout), OpTimeout: p.span(w.OpTimeout),
-		Hold:          workloads.Range{Min: p.span(w.Hold[0]), Max: p.span(w.Hold[1])},
-		Think:         workloads.Range{Min: p.span(w.Think[0]), Max: p.span(w.Think[1])},
+		Hold:          w.Hold.Resolve(p.ttl()),
+		Think:         w.Think.Resolve(p.ttl()),
 		CheckValidity: w.CheckValidity, ObeyLost: w.ObeyLost, Crash: w.Crash,
 		ExtendEvery: p.span(w.ExtendEvery), Nest: w.Nest,
 		RestartDelay: p.span(w.RestartDelay), ClockOffset: p.span(w.ClockOffset),
@@ -642,13 +641,9 @@ func (p Plan) nemesisPlan() nemesis.Plan {
 // control is then assumed).
 func (p Plan) nemesisSetup(prov cluster.Provider) nemesis.Setup {
 	p = p.withDefaults()
-	mode := nemesis.ProcessClients
-	if p.Workload.Mode == workloads.InProcess {
-		mode = nemesis.InProcessClients
-	}
 	s := nemesis.Setup{
 		Topology: p.Topology, Clients: p.Workload.Clients,
-		NodeClock: p.nemesisPlan().NeedsNodeClock(), ClientMode: mode,
+		NodeClock: p.nemesisPlan().NeedsNodeClock(), ClientMode: p.Workload.Mode,
 	}
 	if prov != nil {
 		s.Provider, s.Controls = prov.Name(), prov.Controls()

@@ -440,9 +440,9 @@ func (c clientControls) SetClockOffset(i int, d time.Duration) error {
 	return c.do(i, func(cl *workloads.Client) error { return cl.SetClockOffset(d) })
 }
 
-func (c clientControls) ArmStep(i int, step string, a nemesis.StepAction) error {
+func (c clientControls) ArmStep(i int, step string, a workloads.StepAction) error {
 	return c.do(i, func(cl *workloads.Client) error {
-		return cl.ArmStep(step, workloads.StepAction{Pause: a.Pause, Crash: a.Crash})
+		return cl.ArmStep(step, a)
 	})
 }
 

@@ -1,5 +1,5 @@
 // Package scenarios is tumbler's catalog of documented failure modes
-// (SCENARIOS.md): each row is data — a run plan plus what the run must show
+// (ARCHITECTURE.md §7): each row is data — a run plan plus what the run must show
 // and where the failure mode is documented — embedded from catalog/*.json.
 // The same run engine executes every row; a user adds a row by writing the
 // same JSON to a file (Load).
@@ -65,7 +65,8 @@ func mustLoadCatalog() []Scenario {
 	return out
 }
 
-// order keeps the catalog in SCENARIOS.md's order; rows not in it sort last.
+// order keeps the catalog in tableOrder's order (the README's catalog
+// table lists the rows so); rows not in it sort last.
 func order(name string) string {
 	for i, n := range tableOrder {
 		if n == name {

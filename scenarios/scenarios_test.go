@@ -6,7 +6,7 @@ import (
 )
 
 // TestCatalogValid: every row parses, validates, and is named in the
-// catalog's order; every SCENARIOS.md row is present.
+// catalog's order; every row of tableOrder is present.
 func TestCatalogValid(t *testing.T) {
 	got := map[string]bool{}
 	for _, s := range All() {

@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/lock"
+	"github.com/tumbler-dev/tumbler/spans"
 )
 
 // Kind names a workload.
 type Kind string
 
-// The workloads of DESIGN.md §6.
+// The workload kinds (ARCHITECTURE.md §1).
 const (
 	// Mutex: acquire, hold for a random time, release.
 	Mutex Kind = "mutex"
@@ -56,6 +57,19 @@ const (
 	Processes Mode = "process"
 )
 
+// DefaultMode is where clients run when nothing names a mode: for a
+// Config, a plan's workload.mode, the command line's --client-mode and the
+// nemesis's checks of what a fault needs (nemesis.Setup.ClientMode) alike.
+const DefaultMode = Processes
+
+// OrDefault is m, or DefaultMode when m is empty.
+func (m Mode) OrDefault() Mode {
+	if m == "" {
+		return DefaultMode
+	}
+	return m
+}
+
 // Steps of the workload itself at which Crash can hit, in addition to the
 // steps the lock recipes report through lock.StepHook.
 const (
@@ -71,12 +85,6 @@ const (
 	// StepBeforeCountDown: a latch counter is about to count down.
 	StepBeforeCountDown = "workload:before-count-down"
 )
-
-// Range is a closed interval of durations; a value is drawn uniformly.
-type Range struct {
-	Min time.Duration `json:"min"`
-	Max time.Duration `json:"max"`
-}
 
 // LockSpec says how each client builds its locks: Builder names a function
 // registered with RegisterBuilder, and Spec (or PerClient[i] for client i)
@@ -106,7 +114,7 @@ type CrashSpec struct {
 // time.Duration, nanoseconds in JSON.
 type Config struct {
 	Kind    Kind `json:"kind"`
-	Mode    Mode `json:"mode,omitempty"` // default InProcess
+	Mode    Mode `json:"mode,omitempty"` // default DefaultMode
 	Clients int  `json:"clients"`
 	// Keys contended for; key i is KeyPrefix + i. Each cycle picks one at random.
 	Keys      int      `json:"keys"`
@@ -122,9 +130,9 @@ type Config struct {
 	OpTimeout time.Duration `json:"op_timeout,omitempty"`
 	// Hold is how long a client keeps the lock (for Counter: between its
 	// read and its write).
-	Hold Range `json:"hold"`
+	Hold spans.Range `json:"hold"`
 	// Think is the pause between two cycles of a client.
-	Think Range `json:"think"`
+	Think spans.Range `json:"think"`
 
 	// CheckValidity: before acting on the resource, a client that sees its
 	// lease's ValidUntil passed gives the critical section up.
@@ -195,9 +203,7 @@ const DefaultKeyPrefix = "tumbler:"
 
 // withDefaults returns c with the documented defaults filled in.
 func (c Config) withDefaults() Config {
-	if c.Mode == "" {
-		c.Mode = InProcess
-	}
+	c.Mode = c.Mode.OrDefault()
 	if c.KeyPrefix == "" {
 		c.KeyPrefix = DefaultKeyPrefix
 	}
@@ -250,8 +256,8 @@ func (c Config) Validate() error {
 		}
 		if l.Round <= 0 {
 			bad("latch.round = %v, want > 0", l.Round)
-		} else if c.Hold.Max > l.Round*6/10 {
-			bad("hold max %v is over 0.6 of latch.round %v: count-downs must end well inside their round", c.Hold.Max, l.Round)
+		} else if _, hi := c.Hold.Durations(); hi > l.Round*6/10 {
+			bad("hold max %v is over 0.6 of latch.round %v: count-downs must end well inside their round", hi, l.Round)
 		}
 	}
 	switch c.Mode {
@@ -291,10 +297,14 @@ func (c Config) Validate() error {
 	positive("time_limit (every workload is bounded in time)", c.TimeLimit)
 	for _, r := range []struct {
 		name string
-		r    Range
+		r    spans.Range
 	}{{"hold", c.Hold}, {"think", c.Think}} {
-		if r.r.Min < 0 || r.r.Max < r.r.Min {
-			bad("%s range [%v, %v] is invalid (want 0 ≤ min ≤ max)", r.name, r.r.Min, r.r.Max)
+		lo, hi := r.r.Durations()
+		switch {
+		case r.r.Relative():
+			bad("%s range %s is relative to a TTL: resolve it first (spans.Range.Resolve)", r.name, r.r)
+		case lo < 0 || hi < lo:
+			bad("%s range [%v, %v] is invalid (want 0 ≤ min ≤ max)", r.name, lo, hi)
 		}
 	}
 	if c.Crash != nil {
@@ -351,7 +361,8 @@ func (c Config) spec(i int) json.RawMessage {
 // grace bounds how long a cycle started before the time limit may run on.
 func (c Config) grace() time.Duration {
 	n := time.Duration(c.Nest)
-	g := n*c.AcquireTimeout + c.Hold.Max + (n+2)*c.OpTimeout + time.Second
+	_, holdMax := c.Hold.Durations()
+	g := n*c.AcquireTimeout + holdMax + (n+2)*c.OpTimeout + time.Second
 	if c.Latch != nil {
 		g += c.Latch.Round // the last round may start just before the limit
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/lock/recipes"
+	"github.com/tumbler-dev/tumbler/spans"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
 
@@ -30,7 +31,7 @@ func TestPauseStopsWorker(t *testing.T) {
 	cfg := workloads.Config{
 		Kind: workloads.Mutex, Mode: workloads.Processes, Clients: 1, Keys: 1, KeyPrefix: "wl:" + t.Name() + ":",
 		Lock:      workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: ttl, Variant: "watchdog"})},
-		Hold:      workloads.Range{Min: 4 * time.Second, Max: 4 * time.Second},
+		Hold:      spans.Between(4*time.Second, 4*time.Second),
 		ObeyLost:  true,
 		TimeLimit: time.Second,
 	}
@@ -104,7 +105,7 @@ func TestCrashAtStep(t *testing.T) {
 				Kind: workloads.Mutex, Mode: mode, Clients: 1, Keys: 1, KeyPrefix: "wl:" + t.Name() + ":",
 				Lock:         workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: 400 * time.Millisecond})},
 				Retry:        &lock.Strategy{Delay: 20 * time.Millisecond},
-				Hold:         workloads.Range{Min: 5 * time.Millisecond, Max: 5 * time.Millisecond},
+				Hold:         spans.Between(5*time.Millisecond, 5*time.Millisecond),
 				Crash:        &workloads.CrashSpec{Step: workloads.StepAfterAcquire, Probability: 1, Limit: 1},
 				RestartDelay: 50 * time.Millisecond,
 				TimeLimit:    1200 * time.Millisecond,
@@ -154,7 +155,7 @@ func TestKillClosesOpenInvokes(t *testing.T) {
 				Lock:           workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: 5 * time.Second})},
 				Retry:          &lock.Strategy{Delay: 20 * time.Millisecond},
 				AcquireTimeout: 3 * time.Second,
-				Hold:           workloads.Range{Min: 1500 * time.Millisecond, Max: 1500 * time.Millisecond},
+				Hold:           spans.Between(1500*time.Millisecond, 1500*time.Millisecond),
 				TimeLimit:      1200 * time.Millisecond,
 			}
 			w := start(t, cfg, e.harness(t, false))
@@ -193,7 +194,7 @@ func TestMaxOpsAndRate(t *testing.T) {
 	e := newEnv(t)
 	cfg := mutexConfig(e, t, workloads.InProcess)
 	cfg.Clients, cfg.MaxOps, cfg.TimeLimit = 2, 10, 20*time.Second
-	cfg.Hold = workloads.Range{}
+	cfg.Hold = spans.Range{}
 	stats := run(t, cfg, e.harness(t, false))
 	if stats.Elapsed > 10*time.Second {
 		t.Fatalf("a 10-op workload ran for %v: it did not stop by count", stats.Elapsed)
@@ -253,7 +254,7 @@ func TestCancelReleasesHeldLock(t *testing.T) {
 				Lock:           workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: 20 * time.Second})},
 				Retry:          &lock.Strategy{Delay: 20 * time.Millisecond},
 				AcquireTimeout: 20 * time.Second,
-				Hold:           workloads.Range{Min: 20 * time.Second, Max: 20 * time.Second},
+				Hold:           spans.Between(20*time.Second, 20*time.Second),
 				TimeLimit:      20 * time.Second,
 			}
 			ctx, cancel := context.WithCancel(testCtx(t))
@@ -309,7 +310,7 @@ func TestClockOffsetReachesClient(t *testing.T) {
 			cfg := mutexConfig(e, t, mode)
 			cfg.Clients, cfg.TimeLimit = 1, 3*time.Second
 			cfg.Lock.Spec = spec(t, testSpec{Addr: e.addr, TTL: time.Second, WallValue: true})
-			cfg.Think = workloads.Range{Min: 10 * time.Millisecond, Max: 10 * time.Millisecond}
+			cfg.Think = spans.Between(10*time.Millisecond, 10*time.Millisecond)
 			cfg.ClockOffset = -2 * time.Hour
 			w := start(t, cfg, e.harness(t, false))
 			first := e.rec.waitFor(t, "ok acquire", 5*time.Second, isOK(history.Acquire))
@@ -337,6 +338,7 @@ func TestClockOffsetReachesClient(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	good := workloads.Config{
+		Mode: workloads.InProcess,
 		Kind: workloads.Mutex, Clients: 1, Keys: 1, TimeLimit: time.Second,
 		Lock: workloads.LockSpec{Builder: testBuilder},
 	}
@@ -359,8 +361,8 @@ func TestConfigErrors(t *testing.T) {
 		{"busy retry", func(c *workloads.Config) { c.Retry = &lock.Strategy{} }, "busy loop"},
 		{"negative retry", func(c *workloads.Config) { c.Retry = &lock.Strategy{Delay: -1} }, "negative"},
 		{"no time limit", func(c *workloads.Config) { c.TimeLimit = 0 }, "time_limit"},
-		{"hold", func(c *workloads.Config) { c.Hold = workloads.Range{Min: 2, Max: 1} }, "hold range"},
-		{"think", func(c *workloads.Config) { c.Think = workloads.Range{Min: -1} }, "think range"},
+		{"hold", func(c *workloads.Config) { c.Hold = spans.Between(2, 1) }, "hold range"},
+		{"think", func(c *workloads.Config) { c.Think = spans.Between(-1, 0) }, "think range"},
 		{"crash step", func(c *workloads.Config) { c.Crash = &workloads.CrashSpec{Probability: 1} }, "crash.step is empty"},
 		{"crash probability", func(c *workloads.Config) { c.Crash = &workloads.CrashSpec{Step: "x"} }, "crash.probability"},
 		{"restart", func(c *workloads.Config) { c.RestartDelay = -1 }, "restart_delay"},
@@ -435,7 +437,7 @@ func TestRenewalsRecorded(t *testing.T) {
 				Kind: workloads.FencedWrite, Mode: mode, Clients: 2, Keys: 1, KeyPrefix: "wl:" + t.Name() + ":",
 				Lock:          workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: 300 * time.Millisecond, Variant: "watchdog", Inner: "fenced"})},
 				Retry:         &lock.Strategy{Delay: 10 * time.Millisecond},
-				Hold:          workloads.Range{Min: 500 * time.Millisecond, Max: 500 * time.Millisecond},
+				Hold:          spans.Between(500*time.Millisecond, 500*time.Millisecond),
 				CheckValidity: true,
 				ObeyLost:      true,
 				TimeLimit:     900 * time.Millisecond,
@@ -472,7 +474,7 @@ func TestRenewalsRecorded(t *testing.T) {
 }
 
 // TestCrashInsideRecipe crashes a client between SETNX and EXPIRE of the
-// setnx-expire recipe (seed 001's warning): the key is left without an
+// setnx-expire recipe (the warning blog posts give): the key is left without an
 // expiry and nobody gets the lock again.
 func TestCrashInsideRecipe(t *testing.T) {
 	for _, mode := range modes {
@@ -481,8 +483,8 @@ func TestCrashInsideRecipe(t *testing.T) {
 			cfg := workloads.Config{
 				Kind: workloads.Mutex, Mode: mode, Clients: 1, Keys: 1, KeyPrefix: "wl:" + t.Name() + ":",
 				Lock:         workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: 200 * time.Millisecond, Variant: recipes.NameSetNXExpire})},
-				Hold:         workloads.Range{Min: time.Millisecond, Max: time.Millisecond},
-				Think:        workloads.Range{Min: 20 * time.Millisecond, Max: 20 * time.Millisecond},
+				Hold:         spans.Between(time.Millisecond, time.Millisecond),
+				Think:        spans.Between(20*time.Millisecond, 20*time.Millisecond),
 				Crash:        &workloads.CrashSpec{Step: recipes.StepAfterSetNX, Probability: 1, Limit: 1},
 				RestartDelay: 50 * time.Millisecond,
 				TimeLimit:    800 * time.Millisecond,

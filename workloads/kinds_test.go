@@ -8,6 +8,7 @@ import (
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/lock"
+	"github.com/tumbler-dev/tumbler/spans"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
 
@@ -21,7 +22,7 @@ func kindConfig(e *env, t *testing.T, s testSpec) workloads.Config {
 		KeyPrefix: "wl:" + t.Name() + ":",
 		Lock:      workloads.LockSpec{Builder: testBuilder, Spec: spec(t, s)},
 		Retry:     &lock.Strategy{Delay: time.Millisecond, Jitter: 2 * time.Millisecond},
-		Hold:      workloads.Range{Min: 2 * time.Millisecond, Max: 6 * time.Millisecond},
+		Hold:      spans.Between(2*time.Millisecond, 6*time.Millisecond),
 		TimeLimit: 800 * time.Millisecond,
 		Seed:      1,
 	}
@@ -113,7 +114,7 @@ func TestSemaphoreInitEachCycle(t *testing.T) {
 func TestFairQueueRecorded(t *testing.T) {
 	e := newEnv(t)
 	cfg := kindConfig(e, t, testSpec{Variant: "fair"})
-	cfg.Hold = workloads.Range{Min: 20 * time.Millisecond, Max: 30 * time.Millisecond}
+	cfg.Hold = spans.Between(20*time.Millisecond, 30*time.Millisecond)
 	run(t, cfg, e.harness(t, false))
 	ops := e.rec.snapshot()
 	checkWellFormed(t, ops, cfg.Clients, e.clock.Now())
@@ -141,7 +142,7 @@ func TestLatchRounds(t *testing.T) {
 	cfg.Kind = workloads.Latch
 	cfg.Clients = 5
 	cfg.Latch = &workloads.LatchSpec{Count: 2, Counters: 2, Round: 300 * time.Millisecond}
-	cfg.Hold = workloads.Range{Min: 10 * time.Millisecond, Max: 80 * time.Millisecond}
+	cfg.Hold = spans.Between(10*time.Millisecond, 80*time.Millisecond)
 	cfg.TimeLimit = 900 * time.Millisecond
 	run(t, cfg, workloads.Harness{Clock: e.clock, Recorder: e.rec})
 	ops := e.rec.snapshot()
@@ -162,7 +163,7 @@ func TestLatchRounds(t *testing.T) {
 }
 
 func TestKindConfigErrors(t *testing.T) {
-	base := workloads.Config{Kind: workloads.Latch, Clients: 3, Keys: 1, TimeLimit: time.Second,
+	base := workloads.Config{Mode: workloads.InProcess, Kind: workloads.Latch, Clients: 3, Keys: 1, TimeLimit: time.Second,
 		Lock: workloads.LockSpec{Builder: testBuilder}}
 	for _, tc := range []struct {
 		mod  func(*workloads.Config)
@@ -172,7 +173,7 @@ func TestKindConfigErrors(t *testing.T) {
 		{func(c *workloads.Config) { c.Latch = &workloads.LatchSpec{Count: 1, Counters: 3, Round: time.Second} }, "latch.counters = 3, want 1..2"},
 		{func(c *workloads.Config) {
 			c.Latch = &workloads.LatchSpec{Count: 1, Counters: 1, Round: time.Second}
-			c.Hold.Max = time.Second
+			c.Hold[1] = spans.Fixed(time.Second)
 		}, "hold max 1s is over 0.6"},
 		{func(c *workloads.Config) {
 			c.Kind = workloads.Mutex

@@ -65,25 +65,11 @@ func (c *counter) stats() Stats {
 	return s
 }
 
-// pendingKey pairs an invoke with its completion within one process.
-// Renewals can overlap the client's own operations and, for a moment, a
-// renewal of the previous lease, so they are told apart by owner value.
-type pendingKey struct {
-	f, key, value string
-}
-
-func keyOf(op history.Op) pendingKey {
-	k := pendingKey{f: op.F, key: op.Key}
-	if op.F == history.Extend {
-		k.value = op.Value
-	}
-	return k
-}
-
 // procLog records the lock operations of one process and keeps its open
 // invokes, so that when the process ends every invoke still open is
 // completed as info (it may or may not have happened) and nothing the
-// process does afterwards reaches the history.
+// process does afterwards reaches the history. Its invokes pair with their
+// completions by the history's own rule (history.Pending).
 type procLog struct {
 	rec    Recorder
 	clock  *history.Clock
@@ -92,11 +78,11 @@ type procLog struct {
 
 	mu      sync.Mutex
 	ended   bool
-	pending map[pendingKey]history.Op
+	pending history.Pending[history.Op]
 }
 
 func newProcLog(rec Recorder, clock *history.Clock, proc history.Process, client int) *procLog {
-	return &procLog{rec: rec, clock: clock, proc: proc, client: client, pending: map[pendingKey]history.Op{}}
+	return &procLog{rec: rec, clock: clock, proc: proc, client: client}
 }
 
 // record records op for this process, unless the process has ended.
@@ -107,11 +93,12 @@ func (p *procLog) record(op history.Op) {
 	if p.ended {
 		return
 	}
-	switch op.Type {
-	case history.Invoke:
-		p.pending[keyOf(op)] = op
+	switch {
+	case !history.IsCall(op.F):
+	case op.Type == history.Invoke:
+		p.pending.Invoke(op, op)
 	default:
-		delete(p.pending, keyOf(op))
+		p.pending.Complete(op)
 	}
 	_, _ = p.rec.Record(op)
 }
@@ -127,12 +114,12 @@ func (p *procLog) end(reason string, crashed bool) bool {
 	}
 	p.ended = true
 	now := p.clock.Now()
-	for _, inv := range p.pending {
+	for _, inv := range p.pending.All() {
 		op := inv
 		op.Type, op.Time, op.Error = history.Info, now, reason
 		_, _ = p.rec.Record(op)
 	}
-	p.pending = nil
+	p.pending = history.Pending[history.Op]{}
 	if crashed {
 		_, _ = p.rec.Record(history.Op{Process: p.proc, Client: p.client, Type: history.Info, F: history.Crash, Time: now, Error: reason})
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/internal/wait"
 	"github.com/tumbler-dev/tumbler/lock"
+	"github.com/tumbler-dev/tumbler/spans"
 )
 
 // errCrashed ends a session whose client crashed (in-process mode).
@@ -572,13 +573,15 @@ func (s *session) sleepUntil(ctx context.Context, t time.Time) bool {
 	return wait.For(ctx, d) == nil
 }
 
-func (s *session) draw(r Range) time.Duration {
-	if r.Max <= r.Min {
-		return r.Min
+// draw is a uniform draw from the absolute range r.
+func (s *session) draw(r spans.Range) time.Duration {
+	lo, hi := r.Durations()
+	if hi <= lo {
+		return lo
 	}
 	s.rngMu.Lock()
 	defer s.rngMu.Unlock()
-	return r.Min + time.Duration(s.rng.Int64N(int64(r.Max-r.Min)+1))
+	return lo + time.Duration(s.rng.Int64N(int64(hi-lo)+1))
 }
 
 func (s *session) intn(n int) int {

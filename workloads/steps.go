@@ -12,8 +12,9 @@ import (
 	"github.com/tumbler-dev/tumbler/history"
 )
 
-// StepAction is what ArmStep makes a client do at a step. Set exactly one
-// field.
+// StepAction is what ArmStep makes a client do at a step; the nemesis's
+// step-pause and step-crash faults arm it (nemesis.Clients.ArmStep). Set
+// exactly one field; the zero StepAction disarms the step.
 type StepAction struct {
 	// Pause stops the client for this long. In process mode it is a real
 	// stop of the whole worker process (SIGSTOP, then SIGCONT): its

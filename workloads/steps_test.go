@@ -12,6 +12,7 @@ import (
 	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/lock/recipes"
+	"github.com/tumbler-dev/tumbler/spans"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
 
@@ -70,8 +71,8 @@ func TestArmPauseAtGranted(t *testing.T) {
 				Kind: workloads.FencedWrite, Mode: mode, Clients: 2, Keys: 1, KeyPrefix: "wl:" + t.Name() + ":",
 				Lock:      workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: ttl})},
 				Retry:     &lock.Strategy{Delay: 10 * time.Millisecond, Jitter: 10 * time.Millisecond},
-				Hold:      workloads.Range{Min: 20 * time.Millisecond, Max: 20 * time.Millisecond},
-				Think:     workloads.Range{Min: 20 * time.Millisecond, Max: 20 * time.Millisecond},
+				Hold:      spans.Between(20*time.Millisecond, 20*time.Millisecond),
+				Think:     spans.Between(20*time.Millisecond, 20*time.Millisecond),
 				TimeLimit: 1500 * time.Millisecond,
 			}
 			w := start(t, cfg, e.harness(t, true))
@@ -146,8 +147,8 @@ func TestArmPauseStopsWatchdog(t *testing.T) {
 			cfg := workloads.Config{
 				Kind: workloads.Mutex, Mode: mode, Clients: 1, Keys: 1, KeyPrefix: "wl:" + t.Name() + ":",
 				Lock:      workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: ttl, Variant: "watchdog"})},
-				Hold:      workloads.Range{Min: 50 * time.Millisecond, Max: 50 * time.Millisecond},
-				Think:     workloads.Range{Min: 20 * time.Millisecond, Max: 20 * time.Millisecond},
+				Hold:      spans.Between(50*time.Millisecond, 50*time.Millisecond),
+				Think:     spans.Between(20*time.Millisecond, 20*time.Millisecond),
 				TimeLimit: 1500 * time.Millisecond,
 			}
 			w := start(t, cfg, e.harness(t, false))
@@ -197,7 +198,7 @@ func TestArmPauseStopsWatchdog(t *testing.T) {
 }
 
 // TestArmPauseInsideRelease stops a check-then-del client between its GET
-// and its DEL for 2×TTL (seed 003): meanwhile the other client takes the
+// and its DEL for 2×TTL (as blog posts do it): meanwhile the other client takes the
 // expired lock, the DEL frees that client's lock, and the next acquire is
 // a double grant. OpTimeout exceeds the pause so that the DEL goes out.
 func TestArmPauseInsideRelease(t *testing.T) {
@@ -211,7 +212,7 @@ func TestArmPauseInsideRelease(t *testing.T) {
 		OpTimeout: 3 * ttl,
 		// Holds just short of the TTL, back to back: the other client holds
 		// the lock almost all the time once it has it.
-		Hold:      workloads.Range{Min: 8 * ttl / 10, Max: 8 * ttl / 10},
+		Hold:      spans.Between(8*ttl/10, 8*ttl/10),
 		TimeLimit: 3500 * time.Millisecond,
 	}
 	w := start(t, cfg, e.harness(t, false))
@@ -260,8 +261,8 @@ func TestArmCrash(t *testing.T) {
 				Kind: workloads.Mutex, Mode: mode, Clients: 1, Keys: 1, KeyPrefix: "wl:" + t.Name() + ":",
 				Lock:         workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: 300 * time.Millisecond})},
 				Retry:        &lock.Strategy{Delay: 20 * time.Millisecond},
-				Hold:         workloads.Range{Min: 10 * time.Millisecond, Max: 10 * time.Millisecond},
-				Think:        workloads.Range{Min: 10 * time.Millisecond, Max: 10 * time.Millisecond},
+				Hold:         spans.Between(10*time.Millisecond, 10*time.Millisecond),
+				Think:        spans.Between(10*time.Millisecond, 10*time.Millisecond),
 				RestartDelay: 500 * time.Millisecond,
 				TimeLimit:    1500 * time.Millisecond,
 			}
@@ -342,8 +343,8 @@ func TestGateResource(t *testing.T) {
 				Kind: workloads.FencedWrite, Mode: mode, Clients: 1, Keys: 1, KeyPrefix: "wl:" + t.Name() + ":",
 				Lock:      workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: 2 * time.Second, Variant: "fenced"})},
 				OpTimeout: 300 * time.Millisecond,
-				Hold:      workloads.Range{Min: 100 * time.Millisecond, Max: 100 * time.Millisecond},
-				Think:     workloads.Range{Min: 10 * time.Millisecond, Max: 10 * time.Millisecond},
+				Hold:      spans.Between(100*time.Millisecond, 100*time.Millisecond),
+				Think:     spans.Between(10*time.Millisecond, 10*time.Millisecond),
 				TimeLimit: 1500 * time.Millisecond,
 			}
 			h := e.harness(t, true)
@@ -426,7 +427,7 @@ func TestExtendEvery(t *testing.T) {
 			cfg := workloads.Config{
 				Kind: workloads.FencedWrite, Mode: tc.mode, Clients: 1, Keys: 1, KeyPrefix: "wl:" + t.Name() + ":",
 				Lock:        workloads.LockSpec{Builder: testBuilder, Spec: spec(t, tc.lock)},
-				Hold:        workloads.Range{Min: 700 * time.Millisecond, Max: 700 * time.Millisecond},
+				Hold:        spans.Between(700*time.Millisecond, 700*time.Millisecond),
 				ExtendEvery: tc.every,
 				TimeLimit:   500 * time.Millisecond,
 			}
@@ -480,10 +481,11 @@ func TestNest(t *testing.T) {
 		e := newEnv(t)
 		const ttl = 2 * time.Second
 		cfg := workloads.Config{
+			Mode: workloads.InProcess,
 			Kind: workloads.Counter, Clients: 2, Keys: 1, KeyPrefix: "wl:" + t.Name() + ":", Nest: 3,
 			Lock:      workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: ttl, Variant: "reentrant"})},
 			Retry:     &lock.Strategy{Attempts: 0, Delay: 5 * time.Millisecond},
-			Hold:      workloads.Range{Min: 2 * time.Millisecond, Max: 5 * time.Millisecond},
+			Hold:      spans.Between(2*time.Millisecond, 5*time.Millisecond),
 			TimeLimit: 600 * time.Millisecond,
 		}
 		h := e.harness(t, false)
@@ -525,11 +527,12 @@ func TestNest(t *testing.T) {
 	t.Run("not-reentrant", func(t *testing.T) {
 		e := newEnv(t)
 		cfg := workloads.Config{
+			Mode: workloads.InProcess,
 			Kind: workloads.FencedWrite, Clients: 1, Keys: 1, KeyPrefix: "wl:" + t.Name() + ":", Nest: 2,
 			Lock:           workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: 5 * time.Second})},
 			Retry:          &lock.Strategy{Delay: 20 * time.Millisecond},
 			AcquireTimeout: 200 * time.Millisecond,
-			Hold:           workloads.Range{Min: time.Millisecond, Max: time.Millisecond},
+			Hold:           spans.Between(time.Millisecond, time.Millisecond),
 			TimeLimit:      700 * time.Millisecond,
 		}
 		stats := run(t, cfg, e.harness(t, true))

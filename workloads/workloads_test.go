@@ -14,6 +14,7 @@ import (
 	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/internal/redistest"
 	"github.com/tumbler-dev/tumbler/lock"
+	"github.com/tumbler-dev/tumbler/spans"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
 
@@ -55,7 +56,7 @@ func mutexConfig(e *env, t *testing.T, mode workloads.Mode) workloads.Config {
 		Kind: workloads.Mutex, Mode: mode, Clients: 4, Keys: 2,
 		KeyPrefix: "wl:" + t.Name() + ":",
 		Lock:      workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: 2 * time.Second})},
-		Hold:      workloads.Range{Min: time.Millisecond, Max: 4 * time.Millisecond},
+		Hold:      spans.Between(time.Millisecond, 4*time.Millisecond),
 		TimeLimit: 700 * time.Millisecond,
 		Seed:      1,
 	}
@@ -169,12 +170,13 @@ func TestFencedResource(t *testing.T) {
 func fencedStale(t *testing.T, check bool) []history.Op {
 	e := newEnv(t)
 	cfg := workloads.Config{
+		Mode: workloads.InProcess,
 		Kind: workloads.FencedWrite, Clients: 3, Keys: 1, KeyPrefix: "wl:" + t.Name() + ":",
 		Lock:  workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: 200 * time.Millisecond, Variant: "fenced"})},
 		Retry: &lock.Strategy{Delay: 5 * time.Millisecond, Jitter: 5 * time.Millisecond},
 		// A later holder writes first when its hold is shorter by more
 		// than a TTL: the wide range makes that likely every run.
-		Hold:          workloads.Range{Min: 250 * time.Millisecond, Max: 900 * time.Millisecond},
+		Hold:          spans.Between(250*time.Millisecond, 900*time.Millisecond),
 		CheckValidity: check,
 		TimeLimit:     2 * time.Second,
 		Seed:          7,
@@ -228,10 +230,11 @@ func TestCheckValidityStopsExpiredWrites(t *testing.T) {
 func TestCounter(t *testing.T) {
 	e := newEnv(t)
 	cfg := workloads.Config{
+		Mode: workloads.InProcess,
 		Kind: workloads.Counter, Clients: 3, Keys: 1, KeyPrefix: "wl:" + t.Name() + ":",
 		Lock:      workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: 2 * time.Second})},
 		Retry:     &lock.Strategy{Delay: time.Millisecond, Jitter: 2 * time.Millisecond},
-		Hold:      workloads.Range{Min: time.Millisecond, Max: 3 * time.Millisecond},
+		Hold:      spans.Between(time.Millisecond, 3*time.Millisecond),
 		TimeLimit: 600 * time.Millisecond,
 	}
 	h := e.harness(t, false)

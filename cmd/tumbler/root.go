@@ -94,7 +94,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "tumbler",
 		Short: "Jepsen-style fault injection and correctness checking for Redis distributed locks",
-		Long: `tumbler runs a Redis lock — its own variants, the broken recipes of the seed
+		Long: `tumbler runs a Redis lock — its own variants, the broken recipes of the blog
 articles, or a peer client such as redsync — with concurrent clients against
 real Redis servers while a nemesis injects faults (partitions, kills,
 restarts, pauses, clock jumps, failovers), records every operation, checks the

@@ -1,5 +1,5 @@
 // Package fair is Redisson's fair lock (RFairLock) on one Redis node, with
-// the acquire scripts of seed 003 §1.4.6 — Redisson's before #1104 (2017).
+// the acquire scripts of Redisson's published RFairLock — Redisson's before #1104 (2017).
 // The lock is the reentrant hash of package reentrant; next to it a list
 // is the FIFO queue of waiting owners and a sorted set holds each queued
 // owner's timeout, an absolute time in ms on the clients' wall clocks:
@@ -21,8 +21,8 @@
 // threadWaitTime for a waiter that has died. The history shows it, because
 // each queued attempt is reported with its entry's timeout (QueueEvent).
 //
-// An attempt that must not wait (lock.TryOnce) runs the seed's other
-// script, which purges and grants but never queues. The seed is silent on
+// An attempt that must not wait (lock.TryOnce) runs the published version's other
+// script, which purges and grants but never queues. It is silent on
 // releasing and giving up; both come from the same Redisson version: a
 // release purges stale waiters, frees the hash (or decrements a nested
 // hold) and publishes on the head waiter's own channel; an owner that gives

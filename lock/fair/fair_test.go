@@ -31,7 +31,7 @@ func TestConformance(t *testing.T) {
 			return newLocker(t, addr, key, ttl)
 		},
 		Exclude: map[string]string{
-			locktest.ReleaseOthers: "Redisson's fair unlock answers 'released' when the lock no longer exists (the seed's version and current Redisson alike); TestReleaseOthers checks the rest",
+			locktest.ReleaseOthers: "Redisson's fair unlock answers 'released' when the lock no longer exists (the published version and current Redisson alike); TestReleaseOthers checks the rest",
 		},
 	}.Run(t)
 }
@@ -120,7 +120,7 @@ func TestFIFO(t *testing.T) {
 	if err != nil || len(owners) != n {
 		t.Fatalf("queue %v (%v): want %d waiters", owners, err, n)
 	}
-	// The seed's script times every waiter behind the head out at the
+	// The published script times every waiter behind the head out at the
 	// head's timeout plus threadWaitTime (the drift Redisson #1104 later
 	// fixed by chaining each to its predecessor).
 	for i := 1; i < n; i++ {

@@ -1,6 +1,5 @@
 // Package latch is Redisson's count-down latch (RCountDownLatch) on one
-// Redis node (seed 001 §2.1 asks for the JUC tools; the seed is otherwise
-// silent, so the scripts follow current Redisson). The key holds the
+// Redis node (the scripts follow current Redisson). The key holds the
 // count:
 //
 //   - trySetCount sets it only if the key does not exist, and publishes a

@@ -1,14 +1,14 @@
 // Package multilock is Redisson's RedissonMultiLock and RedissonRedLock
-// (seed 003 §1.4.7): one Redisson lock (the reentrant hash of package
+// (as in Redisson's source): one Redisson lock (the reentrant hash of package
 // reentrant) per independent node, taken one node after the other.
 //
 // MultiLock needs every node: the first node that refuses makes it give
 // back what it got and start over, until its wait time is used up — so one
-// node that is down fails every acquire (the seed calls it "鸡肋", useless;
+// node that is down fails every acquire (blog posts call it "鸡肋", useless;
 // catalog row multilock-node-down). RedissonRedLock needs N/2+1 nodes: it
 // tolerates N − (N/2+1) refusals (failedLocksLimit) before it starts over.
 //
-// The acquisition loop is the seed's tryLock(waitTime, leaseTime), kept as
+// The acquisition loop is the published tryLock(waitTime, leaseTime), kept as
 // it is:
 //
 //   - each node's lock is taken with Redisson's tryLock(remainTime,
@@ -29,8 +29,8 @@
 //     too (catalog row redisson-redlock-pause-during-acquire; tumbler's
 //     redlock refuses there).
 //
-// Acquire is the seed's lock(leaseTime): it repeats tryLock with the wait
-// time the seed derives from the lease (2 s for a lease up to 2 s, a random
+// Acquire is the published lock(leaseTime): it repeats tryLock with the wait
+// time the published version derives from the lease (2 s for a lease up to 2 s, a random
 // time between half the lease and the lease up to 5 s, between 5 s and the
 // lease above), each capped by ctx, until a try succeeds, the strategy's
 // Attempts are used (TryOnce: one tryLock) or ctx ends. The lease is what a
@@ -39,7 +39,7 @@
 // every node (errors are Redisson's to ignore; the result here says how
 // many nodes were released). Later Redisson versions deprecate
 // RedissonRedLock (Redisson #2669) and give each node a share of the wait
-// (calcLockWaitTime); this package keeps the seed's version.
+// (calcLockWaitTime); this package keeps the published version.
 package multilock
 
 import (
@@ -119,7 +119,7 @@ func (l *Lock) Need() int { return l.need }
 // over: 0 for a MultiLock, N − (N/2+1) for a RedLock.
 func (l *Lock) failedLocksLimit() int { return len(l.clients) - l.need }
 
-// WaitTime is the wait time the seed's lock(leaseTime) gives each tryLock.
+// WaitTime is the wait time the published lock(leaseTime) gives each tryLock.
 func WaitTime(lease time.Duration) time.Duration {
 	const two, five = 2 * time.Second, 5 * time.Second
 	switch {
@@ -163,9 +163,9 @@ func (l *Lock) Acquire(ctx context.Context) (lock.Lease, error) {
 	}
 }
 
-// tryLock is the seed's RedissonMultiLock.tryLock(waitTime, leaseTime)
+// tryLock is the published RedissonMultiLock.tryLock(waitTime, leaseTime)
 // with leaseTime the TTL. A waitTime of 0 follows current Redisson, where
-// the seed is silent or loops: each node's lock gets the lease itself and
+// the published version is silent or loops: each node's lock gets the lease itself and
 // is tried once, and a refusal beyond the limit fails the try.
 func (l *Lock) tryLock(ctx context.Context, waitTime time.Duration) (lock.Lease, error) {
 	start := time.Now()

@@ -1,10 +1,10 @@
-// Package recipes holds the broken Redis lock recipes of the seed articles,
+// Package recipes holds the broken Redis lock recipes of blog posts people copy,
 // implemented faithfully so that their flaws are real: tumbler runs them to
-// show, with a history and a verdict, why each one fails (DESIGN.md §3).
+// show, with a history and a verdict, why each one fails (ARCHITECTURE.md §7).
 //
-// Do not use these locks to protect anything. Each type documents the seed it
+// Do not use these locks to protect anything. Each type documents the source it
 // comes from, the flaw, the step names a StepHook sees (so a workload can
-// crash or stall a client exactly where the seed warns), and what ValidUntil
+// crash or stall a client exactly where its source warns), and what ValidUntil
 // means for it: always what that recipe's client believes, never what Redis
 // guarantees.
 package recipes
@@ -120,7 +120,7 @@ func (b *base) step(ctx context.Context, step string) error {
 	return nil
 }
 
-// setNXPX is the atomic acquire most seeds end up with (SET k v NX PX ttl).
+// setNXPX is the atomic acquire most recipes end up with (SET k v NX PX ttl).
 func (b *base) setNXPX(ctx context.Context) (lock.Lease, error) {
 	value := b.cfg.NewValue()
 	start := time.Now()
@@ -134,7 +134,7 @@ func (b *base) setNXPX(ctx context.Context) (lock.Lease, error) {
 	return b.lease(value, start), nil
 }
 
-// The seeds' safe Lua scripts (seeds 000, 001, 003 §1.2), used by recipes
+// The safe Lua scripts (the Redis documentation and blog posts), used by recipes
 // whose flaw lies elsewhere so that each recipe shows only its own flaw.
 var (
 	compareAndDelete  = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`)

@@ -10,17 +10,17 @@ import (
 	"github.com/tumbler-dev/tumbler/lock"
 )
 
-// SetNXExpire is the "setnx + expire" recipe of seed 003 §1.1 (also the
-// first attempt of seed 002): SETNX k v, then PEXPIRE k ttl as a second
+// SetNXExpire is the "setnx + expire" recipe of copied blog posts (and
+// the first attempt of many): SETNX k v, then PEXPIRE k ttl as a second
 // command.
 //
 // Flaw: the two commands are not atomic. A client that crashes after SETNX
 // and before PEXPIRE leaves a key with no TTL that nobody can ever take. The
 // hook sees StepAfterSetNX between them; a hook error is that crash.
 //
-// The seeds' safe Lua compare-and-delete / compare-and-pexpire (seeds 000,
+// The safe Lua compare-and-delete / compare-and-pexpire (the Redis documentation,
 // 001) release and extend it, so that the crash window is its only flaw.
-// PEXPIRE rather than the seed's EXPIRE: EXPIRE counts whole seconds, and a
+// PEXPIRE rather than the published EXPIRE: EXPIRE counts whole seconds, and a
 // sub-second TTL would round to a delete.
 //
 // ValidUntil: start + TTL − drift, counted from before SETNX, as its client
@@ -74,7 +74,7 @@ func (r *SetNXExpire) Extend(ctx context.Context, l lock.Lease) (lock.Lease, err
 	return r.luaExtend(ctx, l)
 }
 
-// SetNXDel is the recipe of seed 002 §1.1 方式三 and seed 001's first
+// SetNXDel is the recipe of blog posts (release by plain DEL) and many first
 // attempt: SET k v NX PX ttl (atomic), released by a plain DEL.
 //
 // Flaw: DEL does not check the owner. A holder that outlives its TTL (a GC
@@ -119,7 +119,7 @@ func (r *SetNXDel) Extend(ctx context.Context, l lock.Lease) (lock.Lease, error)
 	return r.pexpire(ctx, l, time.Now(), "key is gone")
 }
 
-// CheckThenDel is the "UUID 防误删" recipe of seed 003 §1.2: SET k uuid NX
+// CheckThenDel is the "UUID 防误删" recipe of blog posts: SET k uuid NX
 // PX ttl, released by GET, a comparison in the client, then DEL.
 //
 // Flaw: GET and DEL are two commands. If the lease expires between them and

@@ -10,19 +10,19 @@ import (
 	"github.com/tumbler-dev/tumbler/lock"
 )
 
-// timerRenewScript is seed 003 §1.3's renewal script. The lock is a string
+// timerRenewScript is the timer-renewal blog recipe's script. The lock is a string
 // (SET k uuid NX EX), so HEXISTS fails with WRONGTYPE while the key exists
-// and returns 0 once it is gone: the PEXPIRE never runs. The seed's typo
+// and returns 0 once it is gone: the PEXPIRE never runs. The published typo
 // KEY[1] (which fails too) and its EXPIRE in seconds are corrected so that
 // the HEXISTS is the one flaw.
 var timerRenewScript = redis.NewScript(`if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`)
 
-// TimerRenew is seed 003 §1.3's "超时延期" recipe: SET k uuid NX PX ttl,
+// TimerRenew is the blog recipe of renewal by a timer: SET k uuid NX PX ttl,
 // and a timer that every TTL/3 runs a renewal script meant to push the TTL
 // out while the holder works; released by the Lua compare-and-delete.
 //
 // Flaw: the renewal script calls HEXISTS on the string lock key, so it never
-// renews, and the recipe does not look at the result (in the seed a failed
+// renews, and the recipe does not look at the result (in the published recipe a failed
 // renewal kills the java.util.Timer thread without a word). The key expires
 // under a holder that believes it is renewed, and another client acquires.
 //
@@ -85,7 +85,7 @@ func (r *TimerRenew) run(ctx context.Context, t *renewTimer, l lock.Lease) {
 	}
 }
 
-// renew runs the renewal script and, like the seed's client, trusts it.
+// renew runs the renewal script and, like the published client, trusts it.
 func (r *TimerRenew) renew(ctx context.Context, l lock.Lease) lock.Lease {
 	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, r.ttl)

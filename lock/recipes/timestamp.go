@@ -12,7 +12,7 @@ import (
 )
 
 // GetSetTimestamp is the recipe of the Redis SETNX command page, as quoted
-// in seed 004 (and 方式一 of seed 003 §1.1). The value is an expiry time by
+// in blog posts on expiry-timestamp locks. The value is an expiry time by
 // the client's clock (lock.Options.WallClock, Unix milliseconds): now + TTL
 // + 1 ms. The key has no Redis TTL. To acquire:
 //
@@ -25,10 +25,10 @@ import (
 // clock runs ahead takes a lock that is still held; (b) the loser of a GETSET
 // race has already written its own timestamp over the winner's, so the
 // winner's release (below) finds a value that is not its own and cannot
-// unlock — seed 004's complaint. The hook sees StepBeforeGetSet between GET
+// unlock — the complaint such posts make. The hook sees StepBeforeGetSet between GET
 // and GETSET.
 //
-// Release follows seed 004's reading: GET, compare with the lease's
+// Release follows such posts' reading: GET, compare with the lease's
 // timestamp in the client, DEL (hook step StepBetweenGetAndDel), so a holder
 // whose timestamp was overwritten gets ErrNotHeld. Extend is tumbler's
 // addition in the same style: GET, compare, SET a new timestamp; the new
@@ -156,7 +156,7 @@ if (kt['ok'] == 'string') then
 end
 return 1
 `)
-	// luaTimestampExtend is tumbler's extend in the seed's style: the same
+	// luaTimestampExtend is tumbler's extend in the published style: the same
 	// ownership test as the unlock, then a new value from the client's clock.
 	luaTimestampExtend = redis.NewScript(`
 local begin = tonumber(ARGV[1])
@@ -174,7 +174,7 @@ return 1
 `)
 )
 
-// LuaTimestamp is seed 004's Lua recipe: one script does SETNX k now+timeout,
+// LuaTimestamp is the Lua recipe of such posts: one script does SETNX k now+timeout,
 // and, when the key holds a timestamp older than now, overwrites it; the
 // unlock script deletes the key when its value minus the client's saved
 // start equals the timeout. now is the client's clock
@@ -186,7 +186,7 @@ return 1
 // can release each other's lock.
 //
 // The lease's Value is the stored value (start + timeout); the client's
-// saved start is Value − TTL. Extend is tumbler's addition in the seed's
+// saved start is Value − TTL. Extend is tumbler's addition in the published
 // style (same ownership test, new value from the client's clock).
 //
 // ValidUntil: start + TTL − drift on the monotonic clock from before the

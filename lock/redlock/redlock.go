@@ -1,5 +1,5 @@
 // Package redlock is the Redlock algorithm of the Redis documentation
-// ("Distributed Locks with Redis") and of seed 000, on N independent
+// ("Distributed Locks with Redis") as that page describes it, on N independent
 // primaries:
 //
 //  1. note the start time; send SET key value NX PX ttl (package single's

@@ -1,6 +1,6 @@
 // Package reentrant is Redisson's RLock model on one Redis node: the lock is
 // a hash whose only field is the owner id and whose value is the hold count,
-// so the owner may acquire again while it holds (seeds 001 and 003 §1.4).
+// so the owner may acquire again while it holds (as Redisson does it).
 // Waiters subscribe to a per-lock channel and are woken by the release's
 // PUBLISH, with the holder's remaining TTL (pttl) as the bound of each wait.
 //

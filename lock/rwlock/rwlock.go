@@ -1,5 +1,5 @@
 // Package rwlock is Redisson's read-write lock (RReadWriteLock) on one
-// Redis node, with the scripts of seed 003 §1.4.5: the lock is one hash
+// Redis node, with the scripts of Redisson's published RReadWriteLock: the lock is one hash
 // whose field "mode" is "read" or "write", each owner's field its hold
 // count, and one pexpire for the whole hash.
 //
@@ -9,7 +9,7 @@
 //   - write: granted when the hash has no mode, or to the writer that holds
 //     it already (a nested hold); otherwise the holder's pttl.
 //
-// The seed is silent on unlocking; the release scripts are those of the
+// The published scripts stop short of unlocking; the release scripts are those of the
 // same Redisson version (before Redisson #758, early 2017): decrement the
 // owner's count, on zero remove its field, and when only "mode" is left
 // delete the hash and publish on the lock's channel, which wakes readers
@@ -23,7 +23,7 @@
 // earlier reader with a longer lease loses its read hold before it ends
 // and a writer can be granted while that reader still reads. Later Redisson
 // versions keep a timeout key per read hold for exactly this reason; this
-// package keeps the seed's version on purpose (catalog row
+// package keeps the published version on purpose (catalog row
 // rwlock-reader-lease-cut).
 //
 // A Lock is one owner, like a Java thread in Redisson: its read and write

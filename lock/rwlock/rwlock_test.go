@@ -73,14 +73,14 @@ func TestHashLayout(t *testing.T) {
 		t.Fatalf("write hash %v: want mode write, a:write 1", h)
 	}
 	if _, err := a.ReadLock().Acquire(ctx); !errors.Is(err, lock.ErrNotObtained) {
-		t.Fatalf("the writer's own read acquire: err = %v, want ErrNotObtained (the seed's script grants reads only without a writer)", err)
+		t.Fatalf("the writer's own read acquire: err = %v, want ErrNotObtained (the published script grants reads only without a writer)", err)
 	}
 	if err := a.WriteLock().Release(ctx, lw); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// TestShortLeaseReaderCutsTheHash shows Redisson #2144 on the seed's
+// TestShortLeaseReaderCutsTheHash shows Redisson #2144 on the published
 // script: a reader granted later with a shorter lease sets the TTL of the
 // whole hash, so a writer gets in while the first reader's lease is valid.
 func TestShortLeaseReaderCutsTheHash(t *testing.T) {

@@ -1,6 +1,5 @@
 // Package semaphore is Redisson's two distributed semaphores on one Redis
-// node (seed 001 §2.1 asks for the JUC tools; the seed is otherwise silent,
-// so the scripts follow current Redisson):
+// node (the scripts follow current Redisson):
 //
 //   - Semaphore is RSemaphore: the key holds the number of free permits.
 //     trySetPermits sets it only if absent; an acquire decrements it when

@@ -1,4 +1,4 @@
-// Package single is the lock of seeds 000 and 002 on one Redis primary:
+// Package single is the lock of the Redis documentation's single-instance recipe on one Redis primary:
 //
 //   - acquire: SET key value NX PX ttl, with a fresh random owner value, in
 //     one command so the lock can never exist without its expiry;
@@ -6,12 +6,12 @@
 //     so a holder that outlived its TTL cannot delete the next holder's lock;
 //   - extend: a Lua compare-and-pexpire, the same guard for renewals.
 //
-// Both seeds warn about what it cannot do: a primary that fails over before
+// The Redis documentation and the blog posts warn about what it cannot do: a primary that fails over before
 // replicating the key hands the lock to a second client. WithWait narrows
 // that window the way Redisson's checkLockSyncedSlaves does — WAIT for n
 // replicas after the SET and give the lock back if fewer acknowledge — but
 // WAIT is not consensus: a replica that acknowledged can still lose the race
-// to be promoted against one that did not (DESIGN.md scenarios
+// to be promoted against one that did not (catalog rows
 // single-failover-wait and single-failover-wait-lagging).
 //
 // Failures follow lock.Classify: a reply that says "held by someone else" is
@@ -47,7 +47,7 @@ type Conn interface {
 // token it issued (0 when it issues none). A held key is redis.Nil.
 type SetFunc func(ctx context.Context, c Conn, key, value string, ttl time.Duration) (token int64, err error)
 
-// SetNX is the acquire of seed 000: SET key value NX PX ttl. It issues no
+// SetNX is the acquire of the Redis documentation: SET key value NX PX ttl. It issues no
 // token.
 func SetNX(ctx context.Context, c Conn, key, value string, ttl time.Duration) (int64, error) {
 	cmd := redis.NewStatusCmd(ctx, "set", key, value, "nx", "px", ttl.Milliseconds())

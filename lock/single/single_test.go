@@ -77,7 +77,7 @@ func TestConfigErrors(t *testing.T) {
 }
 
 // The key must carry the owner value and a PX expiry no longer than the TTL:
-// a lock without an expiry is the deadlock seed 002 starts from.
+// a lock without an expiry is the deadlock blog posts on Redis locks start from.
 func TestAcquireSetsValueAndExpiry(t *testing.T) {
 	srv := redistest.Start(t, 1)[0]
 	ttl := 800 * time.Millisecond

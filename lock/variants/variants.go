@@ -128,19 +128,19 @@ var (
 			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 				return adapters.NewRedislock(c[0], key, s.TTL, o...)
 			}, nil},
-		"fair": {Info{Doc: "Redisson RFairLock (seed 003 §1.4.6): FIFO queue of waiters with per-waiter timeouts, threadWaitTime"},
+		"fair": {Info{Doc: "Redisson RFairLock (Redisson's queue script before #1104): FIFO queue of waiters with per-waiter timeouts, threadWaitTime"},
 			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 				return fair.New(c[0], key, s.TTL, o...)
 			}, nil},
-		"multi": {Info{AllNodes: true, Doc: "Redisson MultiLock (seed 003 §1.4.7): every node must grant, one after the other"},
+		"multi": {Info{AllNodes: true, Doc: "Redisson MultiLock: every node must grant, one after the other"},
 			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 				return multilock.NewMulti(c, key, s.TTL, o...)
 			}, nil},
-		"redisson-redlock": {Info{AllNodes: true, Doc: "Redisson RedissonRedLock (seed 003 §1.4.7): N/2+1 nodes one after the other, wait-time budget, no validity check"},
+		"redisson-redlock": {Info{AllNodes: true, Doc: "Redisson RedissonRedLock: N/2+1 nodes one after the other, wait-time budget, no validity check"},
 			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 				return multilock.NewRedLock(c, key, s.TTL, o...)
 			}, nil},
-		"rwlock": {Info{Kind: KindReadWrite, Doc: "Redisson RReadWriteLock (seed 003 §1.4.5): one hash, mode field, per-owner counts, one pexpire"}, nil,
+		"rwlock": {Info{Kind: KindReadWrite, Doc: "Redisson RReadWriteLock (Redisson's scripts): one hash, mode field, per-owner counts, one pexpire"}, nil,
 			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Primitive, error) {
 				return rwlock.New(c[0], key, s.TTL, o...)
 			}},
@@ -165,7 +165,7 @@ func init() {
 		recipes.NameSetNXDel:        "release by plain DEL: a slow holder deletes the next holder's lock",
 		recipes.NameCheckThenDel:    "GET, compare, DEL: the key can change hands between GET and DEL",
 		recipes.NameGetSetTimestamp: "expiry timestamp by the client's clock, GETSET takeover: clock skew",
-		recipes.NameLuaTimestamp:    "the Lua version of the timestamp recipe (seed 004): still clock dependent",
+		recipes.NameLuaTimestamp:    "the Lua version of the timestamp recipe (as a blog post on expiry-timestamp locks gives it): still clock dependent",
 		recipes.NameTimerRenew:      "renewal timer whose HEXISTS on a string key never renews, silently",
 	}
 	for _, name := range recipes.Names {

@@ -1,5 +1,5 @@
 // Package watchdog keeps a lease alive while its holder works, as
-// Redisson's lock watchdog does and as seed 002 recommends for work of
+// Redisson's lock watchdog does and as blog posts on Redis locks recommend for work of
 // unknown length ("每个持有锁的客户端都启动一个后台线程…不断地刷新"): after
 // Acquire a goroutine extends the lease every TTL/3 through the wrapped
 // lock's own Extend (package single's compare-and-pexpire, Redlock's quorum
