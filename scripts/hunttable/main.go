@@ -154,8 +154,9 @@ func (m *measure) summary(part, name string, h int) (*hunt.Summary, bool) {
 	return &s, true
 }
 
-// shrinkAndReplay shrinks the row's first hunt with a find, then replays
-// the minimal plan ten times.
+// shrinkAndReplay shrinks the row's first find that replays k of R times
+// (a find that does not is not shrunk; the next hunt's find is tried),
+// then replays the minimal plan ten times.
 func (m *measure) shrinkAndReplay(row string, budget time.Duration) {
 	path := filepath.Join(m.out, "shrink", row+".json")
 	if _, err := os.Stat(path); err != nil {
@@ -164,10 +165,23 @@ func (m *measure) shrinkAndReplay(row string, budget time.Duration) {
 			if !ok {
 				return // no find to shrink
 			}
-			if a, found := s.Found(); found && a.Dir != "" {
+			a, found := s.Found()
+			if !found || a.Dir == "" {
+				continue
+			}
+			try := filepath.Join(m.out, "shrink", fmt.Sprintf("%s-hunt-%02d.json", row, h))
+			b, err := os.ReadFile(try)
+			if err != nil {
 				fmt.Fprintf(os.Stderr, "hunttable: shrink %s (hunt %d, seed %d)\n", row, h, a.Seed)
-				b := m.run([]string{"shrink", filepath.Join(s.Dir, a.Dir), "--json", "--budget", budget.String(),
+				b = m.run([]string{"shrink", filepath.Join(s.Dir, a.Dir), "--json", "--budget", budget.String(),
 					"--store", filepath.Join(m.out, "store")})
+				m.save(try, b)
+			}
+			var r shrink.Result
+			if err := json.Unmarshal(b, &r); err != nil {
+				fail(fmt.Errorf("%s: %w", try, err))
+			}
+			if r.Reproduced {
 				m.save(path, b)
 				break
 			}
@@ -251,6 +265,9 @@ func (m *measure) table(repHunts, otherHunts, safeSeeds int) string {
 		steps, took, alike := "—", "—", "—"
 		if res := m.shrinkResult(row); res != nil && res.Reproduced {
 			steps = fmt.Sprintf("%d → %d", len(res.Original.Faults), len(res.Minimal.Faults))
+			if skipped := m.unreproduced(row); skipped > 0 {
+				steps += fmt.Sprintf(" (%d earlier find(s) replayed alike fewer than k of R times)", skipped)
+			}
 			took = fmt.Sprintf("%.0f s", res.Elapsed.Seconds())
 			ok, total := 0, 0
 			for r := 1; r <= 10; r++ {
@@ -283,4 +300,19 @@ func (m *measure) table(repHunts, otherHunts, safeSeeds int) string {
 		fmt.Fprintf(&b, "| safe: %s (`%s`) | %d | %d/%d (any kind) | — | %d | — | — | — |\n", s.name, s.args, done, found, done, seeds)
 	}
 	return b.String()
+}
+
+// unreproduced counts the row's finds whose shrink found the plan as found
+// failing fewer than k of R times.
+func (m *measure) unreproduced(row string) int {
+	n := 0
+	tries, _ := filepath.Glob(filepath.Join(m.out, "shrink", row+"-hunt-*.json"))
+	for _, t := range tries {
+		b, err := os.ReadFile(t)
+		var r shrink.Result
+		if err == nil && json.Unmarshal(b, &r) == nil && !r.Reproduced {
+			n++
+		}
+	}
+	return n
 }
