@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/spans"
 )
 
 // Magnitudes are the multiples of the TTL generated faults mostly use:
@@ -58,9 +59,9 @@ type GenOptions struct {
 	// LockSteps are the lock steps step-pause and step-crash may arm (those
 	// the lock variant under test reports, and the workload's own).
 	LockSteps []string
-	// Hold is how long a holder keeps the lock, [min, max] (zero: half a
+	// Hold is how long a holder keeps the lock, absolute spans (zero: half a
 	// TTL): lock-aware scenes time their heals by it.
-	Hold [2]time.Duration
+	Hold spans.Range
 	// Quorum: the lock takes its lease on a majority of independent
 	// masters (Redlock, redsync), so a partition of N/2 nodes leaves the
 	// next lease on a bare majority, which one more fault can undo.
@@ -110,8 +111,8 @@ func Generate(seed int64, mix []Kind, o GenOptions) (Plan, error) {
 	if o.Interval == 0 {
 		o.Interval = o.TTL
 	}
-	if o.Hold == [2]time.Duration{} {
-		o.Hold = [2]time.Duration{o.TTL / 2, o.TTL / 2}
+	if o.Hold[0].IsZero() && o.Hold[1].IsZero() {
+		o.Hold = spans.Range{Fixed(o.TTL / 2), Fixed(o.TTL / 2)}
 	}
 	g := &gen{o: o, rng: rand.New(rand.NewPCG(uint64(seed), 0x6e656d65736973)), primary: "p"}
 	p := Plan{Seed: seed, TTL: Fixed(o.TTL), Steps: []Step{}}
@@ -157,8 +158,8 @@ func (o GenOptions) check(mix []Kind) error {
 	if o.Concurrency < 1 {
 		errs = append(errs, fmt.Errorf("concurrency %d: at least one fault must be able to run at a time", o.Concurrency))
 	}
-	if o.Hold[0] < 0 || o.Hold[1] < o.Hold[0] {
-		errs = append(errs, fmt.Errorf("hold [%v, %v] is not a range of durations", o.Hold[0], o.Hold[1]))
+	if lo, hi := o.Hold.Durations(); o.Hold.Relative() || lo < 0 || hi < lo {
+		errs = append(errs, fmt.Errorf("hold %v is not a range of absolute durations", o.Hold))
 	}
 	if o.Persistence != "" {
 		if err := o.Persistence.Validate(); err != nil {
@@ -255,7 +256,7 @@ func (g *gen) bareMajorityScene(mix []Kind, fk faultKind) ([]Step, bool) {
 // holder may keep the lock and a little more.
 func (g *gen) onGrant(st *Step) {
 	st.Trigger, st.Key = TriggerGrant, g.o.Key
-	st.Timeout = TTLs(round2(float64(g.o.Hold[1])/float64(g.o.TTL) + 0.25))
+	st.Timeout = TTLs(round2(float64(g.o.Hold.Max().Resolve(0))/float64(g.o.TTL) + 0.25))
 }
 
 // place finds the earliest start at or after from where the scene fits:
@@ -349,7 +350,7 @@ func (g *gen) signedMag() Span {
 func (g *gen) oneOf(xs ...string) string { return xs[g.rng.IntN(len(xs))] }
 
 // holdTTLs is the shortest hold in TTLs.
-func (g *gen) holdTTLs() float64 { return float64(g.o.Hold[0]) / float64(g.o.TTL) }
+func (g *gen) holdTTLs() float64 { return float64(g.o.Hold.Min().Resolve(0)) / float64(g.o.TTL) }
 
 // brief is a span well inside the shortest hold: a node down this long is
 // back while its holder still holds.
@@ -360,7 +361,7 @@ func (g *gen) brief() Span { return TTLs(max(0.02, round2(g.holdTTLs()*(0.05+0.2
 // (when the holder of the moment releases), so the cut mostly heals after
 // that grant and before its holder releases in turn.
 func (g *gen) cutFor() Span {
-	lo, hi := g.holdTTLs(), float64(g.o.Hold[1])/float64(g.o.TTL)
+	lo, hi := g.holdTTLs(), float64(g.o.Hold.Max().Resolve(0))/float64(g.o.TTL)
 	return TTLs(max(0.05, g.between(lo, hi)))
 }
 

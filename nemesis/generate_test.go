@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/spans"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
 
@@ -27,7 +28,7 @@ func genOptions(t *testing.T, topo, key string, k int) GenOptions {
 		Concurrency: k,
 		Key:         key,
 		LockSteps:   []string{"workload:after-acquire", "redlock:after-send"},
-		Hold:        [2]time.Duration{400 * time.Millisecond, 450 * time.Millisecond},
+		Hold:        spans.Range{Fixed(400 * time.Millisecond), Fixed(450 * time.Millisecond)},
 		Quorum:      tp.Kind == cluster.Independent && tp.N >= 3,
 	}
 }
@@ -241,7 +242,7 @@ func TestGenerateLockAwareShapes(t *testing.T) {
 	}
 
 	o = genOptions(t, "replicated:1+sentinels", "tumbler:0", 2)
-	o.TTL, o.Hold, o.TimeLimit = 6*time.Second, [2]time.Duration{4200 * time.Millisecond, 5400 * time.Millisecond}, 20*time.Second
+	o.TTL, o.Hold, o.TimeLimit = 6*time.Second, spans.Range{Fixed(4200 * time.Millisecond), Fixed(5400 * time.Millisecond)}, 20*time.Second
 	var aimed, cut, fits int
 	for seed := int64(0); seed < 50; seed++ {
 		p, err := Generate(seed, []Kind{Failover}, o)
@@ -285,7 +286,7 @@ func TestGenerateRefusesWhatTheSetupCannotTake(t *testing.T) {
 		{[]Kind{Partition}, func(o *GenOptions) { o.Concurrency = -2 }, "concurrency -2"},
 		{[]Kind{Partition}, func(o *GenOptions) { o.TTL = 0 }, "TTL must be positive"},
 		{[]Kind{Partition}, func(o *GenOptions) { o.TimeLimit = -time.Second }, "time limit must be positive"},
-		{[]Kind{Partition}, func(o *GenOptions) { o.Hold = [2]time.Duration{time.Second, 0} }, "hold"},
+		{[]Kind{Partition}, func(o *GenOptions) { o.Hold = spans.Range{Fixed(time.Second), Fixed(0)} }, "hold"},
 		{[]Kind{Partition}, func(o *GenOptions) { o.Clients = 0 }, "partition: topology independent:5 without clients has no links"},
 	} {
 		oo := o

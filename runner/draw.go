@@ -74,14 +74,13 @@ func (p Plan) drawFaults(d Draw, quorum bool) ([]nemesis.Step, error) {
 		steps = append(steps, workloads.StepBeforeWrite)
 	}
 	limit := p.span(p.TimeLimit)
-	holdMin, holdMax := cfg.Hold.Durations()
 	np, err := nemesis.Generate(p.Seed, d.Kinds, nemesis.GenOptions{
 		Setup: setup, TTL: p.ttl(), TimeLimit: limit, Interval: d.Interval,
 		Concurrency: d.Concurrency,
 		// The contended key: faults aim at its holder and its lease.
 		Key:       cfg.Key(0),
 		LockSteps: steps,
-		Hold:      [2]time.Duration{holdMin, holdMax},
+		Hold:      cfg.Hold,
 		Quorum:    quorum && p.Topology.Kind == cluster.Independent,
 		// A persistence the plan fixes is not overridden by the faults.
 		Persistence: p.Persistence,
