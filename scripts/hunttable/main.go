@@ -76,8 +76,8 @@ func main() {
 	}
 	if slices.Contains(want, "rediscover") {
 		for _, s := range scenarios.All() {
-			if s.Expect.Verdict != checker.Invalid || slices.Contains(representative, s.Name) {
-				continue
+			if s.Expect.Verdict != checker.Invalid || slices.Contains(representative, s.Name) || len(s.Plan.Faults) == 0 {
+				continue // a row that fails without faults has no kinds to hunt with
 			}
 			for h := 1; h <= *otherHunts; h++ {
 				m.hunt("rows", s.Name, h, []string{"--like", s.Name, "--budget", budget.String()})
@@ -291,6 +291,15 @@ func (m *measure) table(repHunts, otherHunts, safeSeeds int) string {
 			}
 		}
 		fmt.Fprintf(&b, "| `--like %s` | %d | %d/%d | %s | %d | %s | %s | %s |\n", row, done, found, done, median(times), seeds, steps, took, alike)
+	}
+	var faultless []string
+	for _, s := range scenarios.All() {
+		if s.Expect.Verdict == checker.Invalid && len(s.Plan.Faults) == 0 {
+			faultless = append(faultless, "`"+s.Name+"`")
+		}
+	}
+	if len(faultless) > 0 {
+		fmt.Fprintf(&b, "| %s: invalid without any fault, so no fault kinds to hunt with | — | — | — | — | — | — | — |\n", strings.Join(faultless, ", "))
 	}
 	for i, s := range safe {
 		done, found, _, seeds := m.hunts("safe", fmt.Sprintf("safe-%d", i+1), safeSeeds)
