@@ -44,6 +44,7 @@ var safe = []struct{ name, args string }{
 	{"redlock, restarts and kills with appendfsync always", "--lock redlock --nodes 5 --persistence aof-always --nemesis restart,kill,partition"},
 	{"single with WAIT 1, failovers", "--lock single --topology replicated:1+sentinels --wait-replicas 1 --wait-timeout 100ms --nemesis failover"},
 	{"single, latency and server pauses", "--lock single --nemesis latency,pause"},
+	{"single, latency and server pauses, clients checking validity", "--lock single --check-validity --nemesis latency,pause"},
 }
 
 func main() {
