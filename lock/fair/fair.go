@@ -147,17 +147,7 @@ return 1;
 redis.call('zrem', KEYS[2], ARGV[1]);
 redis.call('lrem', KEYS[1], 0, ARGV[1]);
 `)
-	extendScript = redis.NewScript(`
-if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
-  redis.call('pexpire', KEYS[1], ARGV[1]);
-  return 1;
-end;
-return 0;
-`)
 )
-
-// unlockMessage is Redisson's LockPubSub unlock message.
-const unlockMessage = 0
 
 // Queue is the key of the waiters' list, as Redisson names it.
 func Queue(key string) string { return "redisson_lock_queue:{" + key + "}" }
@@ -321,7 +311,7 @@ func (l *Locker) Release(ctx context.Context, lease lock.Lease) error {
 		return err
 	}
 	keys := append(append([]string(nil), l.keys...), Channel(l.key))
-	err := releaseScript.Run(ctx, l.client, keys, unlockMessage, l.ttl.Milliseconds(), lease.Value, l.now()).Err()
+	err := releaseScript.Run(ctx, l.client, keys, reentrant.UnlockMessage, l.ttl.Milliseconds(), lease.Value, l.now()).Err()
 	if errors.Is(err, redis.Nil) {
 		return fmt.Errorf("%w: %s not held by %q", lock.ErrNotHeld, l.key, lease.Value)
 	}
@@ -334,12 +324,8 @@ func (l *Locker) Extend(ctx context.Context, lease lock.Lease) (lock.Lease, erro
 		return lock.Lease{}, err
 	}
 	start := time.Now()
-	n, err := extendScript.Run(ctx, l.client, []string{l.key}, l.ttl.Milliseconds(), lease.Value).Int64()
-	if err != nil {
-		return lock.Lease{}, lock.Classify(err, lock.ErrNotHeld)
-	}
-	if n == 0 {
-		return lock.Lease{}, fmt.Errorf("%w: %s not held by %q", lock.ErrNotHeld, l.key, lease.Value)
+	if err := reentrant.ExtendHash(ctx, l.client, l.key, l.ttl, lease.Value); err != nil {
+		return lock.Lease{}, err
 	}
 	ext := l.lease(start)
 	ext.Value = lease.Value

@@ -67,8 +67,25 @@ return 0;
 `)
 )
 
-// unlockMessage is Redisson's LockPubSub.UNLOCK_MESSAGE.
-const unlockMessage = 0
+// UnlockMessage is Redisson's LockPubSub.UNLOCK_MESSAGE, which a release
+// publishes on the lock's channel (this lock, the fair and the read-write
+// lock alike).
+const UnlockMessage = 0
+
+// ExtendHash renews the TTL of a Redisson hash lock at key while owner has
+// a hold on it (the watchdog's renewal script, which the reentrant, fair
+// and read-write locks share): an error wrapping lock.ErrNotHeld when it
+// has none, lock.Classify's classes otherwise.
+func ExtendHash(ctx context.Context, c redis.Scripter, key string, ttl time.Duration, owner string) error {
+	n, err := extendScript.Run(ctx, c, []string{key}, ttl.Milliseconds(), owner).Int64()
+	if err != nil {
+		return lock.Classify(err, lock.ErrNotHeld)
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: %s not held by owner %q", lock.ErrNotHeld, key, owner)
+	}
+	return nil
+}
 
 // subscribeTimeout bounds the wait for the SUBSCRIBE confirmation.
 const subscribeTimeout = time.Second
@@ -233,7 +250,7 @@ func (l *Locker) Release(ctx context.Context, lease lock.Lease) error {
 	if err := l.checkLease(lease); err != nil {
 		return err
 	}
-	err := releaseScript.Run(ctx, l.client, []string{l.key, l.channel}, unlockMessage, l.ttl.Milliseconds(), lease.Value).Err()
+	err := releaseScript.Run(ctx, l.client, []string{l.key, l.channel}, UnlockMessage, l.ttl.Milliseconds(), lease.Value).Err()
 	if errors.Is(err, redis.Nil) {
 		return fmt.Errorf("%w: %s not held by owner %q", lock.ErrNotHeld, l.key, lease.Value)
 	}
@@ -246,12 +263,8 @@ func (l *Locker) Extend(ctx context.Context, lease lock.Lease) (lock.Lease, erro
 		return lock.Lease{}, err
 	}
 	start := time.Now()
-	n, err := extendScript.Run(ctx, l.client, []string{l.key}, l.ttl.Milliseconds(), lease.Value).Int64()
-	if err != nil {
-		return lock.Lease{}, lock.Classify(err, lock.ErrNotHeld)
-	}
-	if n == 0 {
-		return lock.Lease{}, fmt.Errorf("%w: %s not held by owner %q", lock.ErrNotHeld, l.key, lease.Value)
+	if err := ExtendHash(ctx, l.client, l.key, l.ttl, lease.Value); err != nil {
+		return lock.Lease{}, err
 	}
 	ext := l.lease(start)
 	ext.Value = lease.Value

@@ -105,18 +105,7 @@ if (mode == ARGV[4]) then
 end;
 return nil;
 `)
-	// Redisson's renewal of a hold (the watchdog's script).
-	extendScript = redis.NewScript(`
-if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
-  redis.call('pexpire', KEYS[1], ARGV[1]);
-  return 1;
-end;
-return 0;
-`)
 )
-
-// unlockMessage is Redisson's LockPubSub unlock message.
-const unlockMessage = 0
 
 // Channel is the pub/sub channel a release of key publishes on (Redisson's
 // "redisson_rwlock:{key}").
@@ -233,7 +222,7 @@ func (m *Mode) Release(ctx context.Context, lease lock.Lease) error {
 		return err
 	}
 	l := m.l
-	err := releaseScript.Run(ctx, l.client, []string{l.key, Channel(l.key)}, unlockMessage, l.ttl.Milliseconds(), lease.Value, m.mode).Err()
+	err := releaseScript.Run(ctx, l.client, []string{l.key, Channel(l.key)}, reentrant.UnlockMessage, l.ttl.Milliseconds(), lease.Value, m.mode).Err()
 	if errors.Is(err, redis.Nil) {
 		return fmt.Errorf("%w: %s not held in %s mode by %q", lock.ErrNotHeld, l.key, m.mode, lease.Value)
 	}
@@ -248,12 +237,8 @@ func (m *Mode) Extend(ctx context.Context, lease lock.Lease) (lock.Lease, error)
 	}
 	l := m.l
 	start := time.Now()
-	n, err := extendScript.Run(ctx, l.client, []string{l.key}, l.ttl.Milliseconds(), lease.Value).Int64()
-	if err != nil {
-		return lock.Lease{}, lock.Classify(err, lock.ErrNotHeld)
-	}
-	if n == 0 {
-		return lock.Lease{}, fmt.Errorf("%w: %s not held by %q", lock.ErrNotHeld, l.key, lease.Value)
+	if err := reentrant.ExtendHash(ctx, l.client, l.key, l.ttl, lease.Value); err != nil {
+		return lock.Lease{}, err
 	}
 	ext := m.lease(start)
 	ext.Value = lease.Value
