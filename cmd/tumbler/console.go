@@ -125,13 +125,7 @@ func (a *app) statusFunc(prefix string) func(runner.Status) {
 				prefix, s.Elapsed.Seconds(), s.Limit.Seconds(), s.Ops, s.OpsPerSecond, s.Grants, s.Anomalies, faults))
 			return
 		}
-		a.con.mu.Lock()
-		due := time.Since(a.con.lastProgress) >= progressEvery
-		if due {
-			a.con.lastProgress = time.Now()
-		}
-		a.con.mu.Unlock()
-		if due {
+		if a.con.progressDue() {
 			a.log.Info("progress", "run", strings.TrimSpace(prefix), "elapsed", s.Elapsed.Round(100*time.Millisecond),
 				"limit", s.Limit, "ops", s.Ops, "ops_per_s", int(s.OpsPerSecond), "grants", s.Grants,
 				"anomalies", s.Anomalies, "faults", faults)
@@ -171,4 +165,16 @@ func (a *app) interruptible(ctx context.Context) (context.Context, func()) {
 		close(done)
 		cancel()
 	}
+}
+
+// progressDue says whether a progress line is due in the log (one every
+// progressEvery when there is no status line to update), and counts it.
+func (c *console) progressDue() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if time.Since(c.lastProgress) < progressEvery {
+		return false
+	}
+	c.lastProgress = time.Now()
+	return true
 }

@@ -286,13 +286,7 @@ func (a *app) progress(line string) {
 		a.con.setStatus(line)
 		return
 	}
-	a.con.mu.Lock()
-	due := time.Since(a.con.lastProgress) >= progressEvery
-	if due {
-		a.con.lastProgress = time.Now()
-	}
-	a.con.mu.Unlock()
-	if due {
+	if a.con.progressDue() {
 		a.log.Info("progress", "status", line)
 	}
 }
