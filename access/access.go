@@ -338,6 +338,12 @@ func (l Login) ApplyFailover(o *redis.FailoverOptions) {
 	o.SentinelUsername, o.SentinelPassword = l.User, l.password
 }
 
+// ApplyCluster sets the login's user and password on a go-redis
+// ClusterClient's options (TLS is the dialer's: ClientView.Dialer).
+func (l Login) ApplyCluster(o *redis.ClusterOptions) {
+	o.Username, o.Password = l.User, l.password
+}
+
 // Redact replaces every occurrence of the login's password in s, for text
 // that crosses from a server (a log line) into an error or a report.
 func (l Login) Redact(s string) string {

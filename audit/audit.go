@@ -246,7 +246,7 @@ func (a *auditor) judge() {
 			a.add(Finding{Check: "cluster", Node: n.name, Risky: true,
 				Setting: "cluster-enabled yes (" + n.info["cluster_enabled"] + ")",
 				Why:     "a sharded deployment: each lock key lives on one shard, whose primary fails over to an asynchronously replicated replica like a Sentinel primary does; a lock granted just before it is lost with it",
-				Rows:    []string{"single-failover", "fenced-failover-token-reuse"}})
+				Rows:    []string{"cluster-failover", "single-failover", "fenced-failover-token-reuse"}})
 		}
 	}
 	if replicated {

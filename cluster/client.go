@@ -33,6 +33,10 @@ type ClientView struct {
 	Sentinels []string `json:"sentinels,omitempty"`
 	// MasterName is the name the Sentinels know the primary by.
 	MasterName string `json:"master_name,omitempty"`
+	// Cluster: the nodes form a Redis Cluster; a client seeds a cluster
+	// client with Addrs and routes the addresses the nodes announce
+	// (Announced) through its own proxies (Dialer).
+	Cluster bool `json:"cluster,omitempty"`
 	// Credentials and TLS are how the client logs in: references to its
 	// secret and TLS files, which the client reads itself (Login), so the
 	// view carries no secret wherever it is written.
@@ -60,13 +64,14 @@ func (c *Cluster) ClientView(client int) (ClientView, error) {
 			return ClientView{}, err
 		}
 		v.Addrs[x] = addr
-		if a := c.announceAddr(x); a != "" && (c.topo.Kind == Replicated) {
+		if a := c.announceAddr(x); a != "" && (c.topo.Kind == Replicated || c.topo.Kind == RedisCluster) {
 			if v.Announced == nil {
 				v.Announced = map[string]string{}
 			}
 			v.Announced[a] = x
 		}
 	}
+	v.Cluster = c.topo.Kind == RedisCluster
 	for _, s := range c.Sentinels() {
 		v.Sentinels = append(v.Sentinels, v.Addrs[s])
 		v.MasterName = MasterName

@@ -116,6 +116,8 @@ type Cluster struct {
 	// groupPrimary: groups, each group's primary by the group's first
 	// node's name (n<i> → n<i> or n<i>r).
 	groupPrimary map[string]string
+	// ids: a Redis Cluster's node IDs → node names, fixed after Start.
+	ids map[string]string
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -133,6 +135,11 @@ type node struct {
 	persist  Persistence
 	upstream string // replicated: the node it replicates from; "" if primary
 	admin    *redis.Client
+
+	// A cluster node's bus address (direct) and its node ID, fixed after
+	// its first start.
+	busAddr   string
+	clusterID string
 }
 
 // Start builds and starts a cluster. On error nothing is left running.
@@ -146,6 +153,14 @@ func Start(ctx context.Context, spec Spec) (*Cluster, error) {
 	}
 	if spec.Clients < 0 || spec.Clients > 256 {
 		return nil, fmt.Errorf("cluster: clients must be 0..256, got %d", spec.Clients)
+	}
+	if spec.Topology.Kind == RedisCluster {
+		if _, adopted := spec.Provider.(adopter); adopted {
+			return nil, fmt.Errorf("cluster: topology %s: the external provider cannot adopt a Redis Cluster yet; run it with the process or docker provider", spec.Topology)
+		}
+		if spec.Access != nil && spec.Access.TLS != nil {
+			return nil, fmt.Errorf("cluster: topology %s: TLS to a Redis Cluster is not supported yet (its announced TLS ports are not proxied); use a password or an ACL user", spec.Topology)
+		}
 	}
 	persistenceGiven := spec.Persistence != ""
 	if !persistenceGiven {
@@ -186,6 +201,9 @@ func Start(ctx context.Context, spec Spec) (*Cluster, error) {
 	acl := spec.ClientACL
 	if len(acl) == 0 {
 		acl = []string{"~*", "&*", "+@all"}
+	} else if spec.Topology.Kind == RedisCluster {
+		// A cluster client loads the slot map with CLUSTER SLOTS.
+		acl = append(slices.Clone(acl), "+cluster|slots")
 	}
 	sec, err := newSecurity(spec.Access, !adopted, acl)
 	if err != nil {
@@ -292,6 +310,11 @@ func (c *Cluster) start(ctx context.Context, persistenceGiven bool) error {
 			return err
 		}
 	}
+	if c.topo.Kind == RedisCluster {
+		if err := c.wireCluster(ctx); err != nil {
+			return err
+		}
+	}
 	if c.topo.Sentinels {
 		if err := c.each(c.topo.SentinelNames(), func(n *node) error { return c.startNode(ctx, n) }); err != nil {
 			return err
@@ -335,8 +358,13 @@ func (c *Cluster) makeProxies() error {
 	var links []Link
 	for _, l := range c.wantedLinks() {
 		if c.proxies[l.String()] == nil {
-			if n := c.nodes[l.To]; n.addr != "" {
-				p := toxiproxy.NewProxy(c.tox, l.String(), net.JoinHostPort(host, "0"), n.addr)
+			n := c.nodes[l.To]
+			to := n.addr
+			if l.From == "bus" {
+				to = n.busAddr
+			}
+			if to != "" {
+				p := toxiproxy.NewProxy(c.tox, l.String(), net.JoinHostPort(host, "0"), to)
 				if err := c.tox.Collection.Add(p, true); err != nil {
 					return fmt.Errorf("proxy %s: %w", l, err)
 				}
@@ -503,6 +531,11 @@ func (c *Cluster) startNode(ctx context.Context, n *node) error {
 		// A full sync starts at once instead of waiting 5 s for more
 		// replicas to share it.
 		s.Args = append(n.persist.args(), "--repl-diskless-sync-delay", "0")
+		if c.topo.Kind == RedisCluster {
+			// Before the plan's directives, which may set the timeout.
+			s.Cluster = true
+			s.Args = append(s.Args, c.clusterArgs(n)...)
+		}
 		s.Args = append(s.Args, c.spec.NodeArgs...)
 		if c.topo.Kind == Groups {
 			c.mu.Lock()
@@ -532,6 +565,12 @@ func (c *Cluster) startNode(ctx context.Context, n *node) error {
 	if n.addr == "" {
 		n.addr = addr
 		n.admin = redis.NewClient(adminOptions(addr, c.sec.admin))
+		if s.Cluster {
+			if err := c.learnBus(ctx, n); err != nil {
+				_ = c.prov.Kill(n.name)
+				return err
+			}
+		}
 	} else if addr != n.addr {
 		// A provider that cannot keep the address (a new container, say)
 		// would strand the proxies; refuse rather than misroute.

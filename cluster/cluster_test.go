@@ -137,7 +137,7 @@ func TestParseTopology(t *testing.T) {
 		"independent:3+sentinels": `sentinels watch a replicated topology`,
 		"replicated:0":            "1 to 8 replicas",
 		"replicated:2+watchers":   `unknown addition "watchers"`,
-		"cluster:3":               `unknown kind "cluster"`,
+		"mesh:3":                  `unknown kind "mesh"`,
 		"groups:8":                "1 to 7 groups",
 		"groups:3+sentinels":      "groups run without Sentinels",
 	}

@@ -4,9 +4,11 @@
 // # Topologies
 //
 // ParseTopology reads "independent:N" (masters n1..nN), "replicated:R"
-// (primary p, replicas r1..rR) and "replicated:R+sentinels" (plus
+// (primary p, replicas r1..rR), "replicated:R+sentinels" (plus
 // redis-sentinel processes s1, s2, s3 watching the primary under the name
-// MasterName, quorum 2, down-after 1 s). Start builds one from a Spec and
+// MasterName, quorum 2, down-after 1 s), "groups:G" and "cluster:S+R" (a
+// Redis Cluster of S shards, primaries n<i> with replicas n<i>r<j>; see
+// rediscluster.go). Start builds one from a Spec and
 // returns when every node answers, every replica is linked and every
 // Sentinel knows every replica and the other Sentinels.
 //
@@ -20,7 +22,11 @@
 //	            through the Sentinels
 //	<a>-><b>    replica a → primary b; the harness points REPLICAOF here
 //	peer-><X>   the address X announces (replica-announce-ip/port), which
-//	            is how Sentinels — and replicas Sentinel re-points — reach X
+//	            is how Sentinels — and replicas Sentinel re-points — reach X;
+//	            in a Redis Cluster, cluster-announce-ip/port: its replicas
+//	            and MOVED redirections
+//	bus-><X>    a Redis Cluster node's announced bus port: every other
+//	            node's cluster-bus connection to X
 //
 // Cut (Reset: fail fast; Blackhole: hang), Delay (latency ± jitter) and
 // Heal act on named links, in a direction (Upstream: requests; Downstream:
@@ -41,7 +47,9 @@
 // Kill (SIGKILL), StartNode, Restart (with a Persistence mode and a delay),
 // Pause/Resume (SIGSTOP/SIGCONT), SetClock (wall-clock offset through the
 // clock shim, Spec.Clock), Promote (by hand, with watching Sentinels told),
-// SentinelFailover, Primary and WaitFailover. Kill, StartNode, Restart,
+// SentinelFailover, Primary and WaitFailover; in a Redis Cluster,
+// ClusterFailover (CLUSTER FAILOVER, FORCE, TAKEOVER), PrimaryOf (a
+// shard's primary now) and WaitFailover for a shard. Kill, StartNode, Restart,
 // Pause and Resume also take a Sentinel's name.
 //
 // # Clock shim

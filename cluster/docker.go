@@ -23,6 +23,7 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 
 	"github.com/tumbler-dev/tumbler/access"
+	"github.com/tumbler-dev/tumbler/internal/wait"
 )
 
 // DockerOptions configure a DockerProvider.
@@ -613,6 +614,11 @@ func removeRun(ctx context.Context, cli *testcontainers.DockerClient, run string
 		go func() {
 			defer wg.Done()
 			_, err := cli.ContainerRemove(ctx, ctr.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+			if err != nil && strings.Contains(err.Error(), "already in progress") {
+				// Another sweep (a concurrent Start's) is removing it:
+				// done once it is gone.
+				err = waitRemoved(ctx, cli, ctr.ID)
+			}
 			if err != nil && !cerrdefs.IsNotFound(err) {
 				errs[i] = fmt.Errorf("docker: remove container %s: %w", ctr.ID[:12], err)
 			}
@@ -624,9 +630,35 @@ func removeRun(ctx context.Context, cli *testcontainers.DockerClient, run string
 		errs = append(errs, fmt.Errorf("docker: list networks of run %s: %w", run, err))
 	}
 	for _, n := range nets.Items {
-		if _, err := cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
+		_, err := cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{})
+		// A container another sweep is still removing keeps its endpoint
+		// on the network for a moment.
+		for try := 0; err != nil && strings.Contains(err.Error(), "active endpoints") && try < 50; try++ {
+			if werr := wait.For(ctx, 200*time.Millisecond); werr != nil {
+				break
+			}
+			_, err = cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{})
+		}
+		if err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("docker: remove network %s: %w", n.Name, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// waitRemoved waits, up to 20 s, until the container is gone.
+func waitRemoved(ctx context.Context, cli *testcontainers.DockerClient, id string) error {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, err := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+		if cerrdefs.IsNotFound(err) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("still there 20 s after another removal began")
+		}
+		if err := wait.For(ctx, 100*time.Millisecond); err != nil {
+			return err
+		}
+	}
 }

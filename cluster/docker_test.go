@@ -515,3 +515,39 @@ func TestDockerValkey(t *testing.T) {
 		t.Fatalf("failover: %s, %v", got, err)
 	}
 }
+
+// TestDockerRedisCluster: a cluster:2+1 in containers forms through its
+// proxies, serves a client's cluster client through that client's own
+// proxies, and fails a shard over when its primary dies.
+func TestDockerRedisCluster(t *testing.T) {
+	t.Parallel()
+	image := dockerImage(t)
+	c, _ := startDocker(t, image, Spec{Topology: topo(t, "cluster:3+1"), Clients: 1})
+	ctx := testCtx(t, 90*time.Second)
+	cc := clusterClient(t, c, 0)
+	key := "tumbler:0"
+	if err := cc.Set(ctx, key, "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	shard, _ := c.Topology().KeyShard(key)
+	if err := c.Kill(shard); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.WaitFailover(ctx, shard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != shard+"r1" {
+		t.Fatalf("failover to %s, want %sr1", got, shard)
+	}
+	var v string
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		if v, err = cc.Get(ctx, key).Result(); err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if v != "v" {
+		t.Fatalf("GET on the new primary = %q, %v", v, err)
+	}
+}

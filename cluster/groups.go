@@ -81,8 +81,12 @@ func (c *Cluster) followGroup(ctx context.Context, g, primary string) error {
 }
 
 // PrimaryOf is the primary of node's group: in a groups topology the
-// group's, in a replicated one the topology's (Primary).
+// group's, in a Redis Cluster the shard's (the node that serves its slots
+// now), in a replicated one the topology's (Primary).
 func (c *Cluster) PrimaryOf(ctx context.Context, node string) (string, error) {
+	if c.topo.Kind == RedisCluster {
+		return c.clusterPrimaryOf(ctx, node)
+	}
 	g, _, ok := c.topo.GroupOf(node)
 	if !ok {
 		return c.Primary(ctx)

@@ -22,13 +22,15 @@ import (
 //	<a>-><b>    replication: replica a replicates from b, for every ordered
 //	            pair of data nodes of a replicated topology
 //	peer-><X>   everything else that reaches X at the address X announces:
-//	            the Sentinels, and replicas that Sentinel re-pointed
+//	            the Sentinels, and replicas that Sentinel re-pointed; in a
+//	            Redis Cluster, X's replicas
+//	bus-><X>    a Redis Cluster's bus connections of every other node to X
 //
 // Sentinels share the addresses they discover with each other, so they all
 // reach X through the one peer-><X>: cutting it cuts every Sentinel from X
 // at once; one Sentinel cannot be cut from one node alone.
 type Link struct {
-	From string // "c<i>", a data node, or "peer"
+	From string // "c<i>", a data node, "peer" or "bus"
 	To   string // a data node, or a Sentinel for a client
 }
 

@@ -39,6 +39,7 @@ type ProcessProvider struct {
 type proc struct {
 	served
 	port *portLock
+	bus  *portLock // a cluster node's bus port
 
 	cmd    *exec.Cmd
 	done   chan struct{} // closed when cmd has exited and been waited for
@@ -168,6 +169,18 @@ func (pr *proc) prepare(s ProcSpec) error {
 
 func (p *ProcessProvider) launch(ctx context.Context, pr *proc, bin string, s ProcSpec) error {
 	args := redisArgs(s, pr.dir, s.SecretDir, "127.0.0.1", pr.port.port)
+	if s.Cluster {
+		// Ports come from a range that may end above 55535, where the
+		// default bus port (port+10000) does not exist.
+		if pr.bus == nil {
+			bus, err := reservePort()
+			if err != nil {
+				return fmt.Errorf("start %s: bus port: %w", s.Name, err)
+			}
+			pr.bus = bus
+		}
+		args = append(args, "--cluster-port", strconv.Itoa(pr.bus.port))
+	}
 
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = pr.dir
@@ -398,6 +411,7 @@ func (p *ProcessProvider) Close() error {
 			errs = append(errs, err)
 		}
 		pr.port.release()
+		pr.bus.release()
 		if err := pr.clk.close(); err != nil {
 			errs = append(errs, err)
 		}

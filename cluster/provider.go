@@ -151,6 +151,12 @@ type ProcSpec struct {
 	// Server is the software: redis-server or valkey-server and their
 	// Sentinels.
 	Server Server
+	// Cluster runs a data node in cluster mode, its cluster state in
+	// nodes.conf beside data/ (so a wipe keeps the node's identity, as a
+	// machine that lost its dataset but not its configuration would). The
+	// provider picks the bus port: Redis's default of port+10000, or a
+	// cluster-port of its own.
+	Cluster bool
 }
 
 func (p ProcSpec) binary() string { return p.Server.Binary(p.Sentinel) }
@@ -221,6 +227,9 @@ func redisArgs(s ProcSpec, dir, secretDir, bind string, port int) []string {
 		// sync payload straight from the socket. So "none" really restarts
 		// empty and an AOF restart loads exactly the AOF.
 		args = append(args, "--save", "", "--repl-diskless-load", "swapdb")
+	}
+	if s.Cluster {
+		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", path.Join(dir, "nodes.conf"))
 	}
 	return append(args, s.Args...)
 }

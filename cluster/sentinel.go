@@ -207,7 +207,14 @@ func (c *Cluster) SentinelFailover(ctx context.Context) error {
 // that cannot sync from the new primary (its peer link cut, say) keeps the
 // leader's failover open until failover-timeout, and WaitFailover waiting
 // until ctx ends.
+//
+// In a Redis Cluster it waits until another node of from's shard is a
+// master serving the shard's slots, and returns it; the cluster re-points
+// the shard's other nodes itself.
 func (c *Cluster) WaitFailover(ctx context.Context, from string) (string, error) {
+	if c.topo.Kind == RedisCluster {
+		return c.waitShardFailover(ctx, from)
+	}
 	if err := c.needSentinels("wait for failover"); err != nil {
 		return "", err
 	}
@@ -250,6 +257,9 @@ func agreed(views map[string]string) (string, bool) {
 // later, so each is told first to forget the old primary (SENTINEL REMOVE)
 // and afterwards to watch the new one (SENTINEL MONITOR).
 func (c *Cluster) Promote(ctx context.Context, name string) error {
+	if c.topo.Kind == RedisCluster {
+		return fmt.Errorf("promote %s: a Redis Cluster promotes a replica by CLUSTER FAILOVER (ClusterFailover), not by hand", name)
+	}
 	if c.topo.Kind != Replicated && c.topo.Kind != Groups {
 		return fmt.Errorf("promote %s: %s has no replicas", name, c.topo)
 	}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -19,6 +20,10 @@ const (
 	// n<i>r (i = 1..G): Redlock's masters as they run in practice, each
 	// with a replica that can be promoted in its place (blog posts on Redlock in production note).
 	Groups Kind = "groups"
+	// RedisCluster is a Redis Cluster of N shards, each a primary n<i> and
+	// Replicas replicas n<i>r<j>, slots split evenly between the shards;
+	// the cluster fails a shard over by itself (cluster-node-timeout).
+	RedisCluster Kind = "cluster"
 )
 
 // Limits on topology sizes: beyond them a test machine runs out of cores
@@ -27,6 +32,8 @@ const (
 	MaxIndependent = 15
 	MaxReplicas    = 8
 	MaxGroups      = 7
+	MaxShards      = 5
+	MaxShardRepl   = 2
 )
 
 // Topology says which Redis processes a cluster runs. Its text form, used on
@@ -37,6 +44,9 @@ const (
 //	replicated:R+sentinels      the same, watched by Sentinels s1, s2, s3
 //	groups:G                    G independent groups n<i> (primary) + n<i>r
 //	                            (its replica), 1 ≤ G ≤ 7
+//	cluster:S, cluster:S+R      a Redis Cluster of S shards, primaries n1..nS,
+//	                            each with R replicas n<i>r1..n<i>rR;
+//	                            1 ≤ S ≤ 5, 0 ≤ R ≤ 2
 //
 // Spaces around ':' and '+' are ignored ("replicated:1 + sentinels").
 type Topology struct {
@@ -46,6 +56,8 @@ type Topology struct {
 	N int
 	// Sentinels adds three redis-sentinel processes (replicated only).
 	Sentinels bool
+	// Replicas is each shard's number of replicas (cluster only).
+	Replicas int
 }
 
 // SentinelCount is how many Sentinels a topology with Sentinels runs: three,
@@ -57,7 +69,7 @@ func ParseTopology(s string) (Topology, error) {
 	text := strings.Join(strings.Fields(s), "")
 	kind, rest, ok := strings.Cut(text, ":")
 	if !ok {
-		return Topology{}, fmt.Errorf("topology %q: want independent:N, replicated:R, replicated:R+sentinels or groups:G", s)
+		return Topology{}, fmt.Errorf("topology %q: want independent:N, replicated:R, replicated:R+sentinels, groups:G or cluster:S+R", s)
 	}
 	var t Topology
 	switch Kind(strings.ToLower(kind)) {
@@ -67,10 +79,19 @@ func ParseTopology(s string) (Topology, error) {
 		t.Kind = Replicated
 	case Groups:
 		t.Kind = Groups
+	case RedisCluster:
+		t.Kind = RedisCluster
 	default:
-		return Topology{}, fmt.Errorf("topology %q: unknown kind %q, want independent, replicated or groups", s, kind)
+		return Topology{}, fmt.Errorf("topology %q: unknown kind %q, want independent, replicated, groups or cluster", s, kind)
 	}
-	if n, extra, ok := strings.Cut(rest, "+"); ok {
+	if n, extra, ok := strings.Cut(rest, "+"); ok && t.Kind == RedisCluster {
+		r, err := strconv.Atoi(extra)
+		if err != nil {
+			return Topology{}, fmt.Errorf("topology %q: %q after '+' is not a number of replicas per shard", s, extra)
+		}
+		t.Replicas = r
+		rest = n
+	} else if ok {
 		if strings.ToLower(extra) != "sentinels" {
 			return Topology{}, fmt.Errorf("topology %q: unknown addition %q after '+', want \"sentinels\"", s, extra)
 		}
@@ -109,10 +130,23 @@ func (t Topology) Validate() error {
 		if t.Sentinels {
 			return fmt.Errorf("groups run without Sentinels: a group's replica is promoted by hand")
 		}
+	case RedisCluster:
+		if t.N < 1 || t.N > MaxShards {
+			return fmt.Errorf("cluster needs 1 to %d shards, got %d", MaxShards, t.N)
+		}
+		if t.Replicas < 0 || t.Replicas > MaxShardRepl {
+			return fmt.Errorf("cluster needs 0 to %d replicas per shard, got %d", MaxShardRepl, t.Replicas)
+		}
+		if t.Sentinels {
+			return fmt.Errorf("a Redis Cluster runs without Sentinels: it fails shards over itself")
+		}
 	case "":
 		return fmt.Errorf("no topology given")
 	default:
-		return fmt.Errorf("unknown topology kind %q, want independent, replicated or groups", t.Kind)
+		return fmt.Errorf("unknown topology kind %q, want independent, replicated, groups or cluster", t.Kind)
+	}
+	if t.Replicas != 0 && t.Kind != RedisCluster {
+		return fmt.Errorf("replicas per shard are for a cluster topology, not %s", t.Kind)
 	}
 	return nil
 }
@@ -120,6 +154,9 @@ func (t Topology) Validate() error {
 // String is the text form ParseTopology reads.
 func (t Topology) String() string {
 	s := fmt.Sprintf("%s:%d", t.Kind, t.N)
+	if t.Kind == RedisCluster && t.Replicas > 0 {
+		s += "+" + strconv.Itoa(t.Replicas)
+	}
 	if t.Sentinels {
 		s += "+sentinels"
 	}
@@ -145,10 +182,14 @@ func (t *Topology) UnmarshalText(b []byte) error {
 }
 
 // Nodes are the data nodes' names in order: n1..nN, or p, r1..rR, or
-// n1, n1r, …, nG, nGr.
+// n1, n1r, …, nG, nGr, or n1, n1r1, …, n1rR, …, nS, nSrR.
 func (t Topology) Nodes() []string {
 	var out []string
 	switch t.Kind {
+	case RedisCluster:
+		for i := 1; i <= t.N; i++ {
+			out = append(out, t.shardNodes(i)...)
+		}
 	case Independent:
 		for i := 1; i <= t.N; i++ {
 			out = append(out, "n"+strconv.Itoa(i))
@@ -171,7 +212,7 @@ func (t Topology) Nodes() []string {
 // lead to the group's primary of the moment (Cluster.Promote).
 func (t Topology) Masters() []string {
 	switch t.Kind {
-	case Groups:
+	case Groups, RedisCluster:
 		out := make([]string, t.N)
 		for i := range out {
 			out[i] = "n" + strconv.Itoa(i+1)
@@ -201,6 +242,33 @@ func (t Topology) GroupOf(node string) (group, other string, ok bool) {
 	return "", "", false
 }
 
+// shardNodes are shard i's nodes (from 1): its first primary, then its
+// replicas.
+func (t Topology) shardNodes(i int) []string {
+	p := "n" + strconv.Itoa(i)
+	out := []string{p}
+	for j := 1; j <= t.Replicas; j++ {
+		out = append(out, p+"r"+strconv.Itoa(j))
+	}
+	return out
+}
+
+// Shard is the shard node belongs to (cluster only): its nodes, the first
+// primary first, and whether node is a data node of the cluster. Which of
+// them is the primary now is the cluster's to say (Cluster.ShardPrimary).
+func (t Topology) Shard(node string) (nodes []string, ok bool) {
+	if t.Kind != RedisCluster {
+		return nil, false
+	}
+	for i := 1; i <= t.N; i++ {
+		ns := t.shardNodes(i)
+		if slices.Contains(ns, node) {
+			return ns, true
+		}
+	}
+	return nil, false
+}
+
 // SentinelNames are s1..s3 when t has Sentinels, else nil.
 func (t Topology) SentinelNames() []string {
 	if !t.Sentinels {
@@ -227,6 +295,17 @@ func (t Topology) Links(clients int) []Link {
 		for _, s := range t.SentinelNames() {
 			out = append(out, Link{From: c, To: s})
 		}
+	}
+	if t.Kind == RedisCluster {
+		// Replicas replicate from, and the cluster bus reaches, the
+		// addresses a node announces: one proxy of each per node.
+		for _, x := range t.Nodes() {
+			out = append(out, Link{From: "peer", To: x})
+		}
+		for _, x := range t.Nodes() {
+			out = append(out, Link{From: "bus", To: x})
+		}
+		return out
 	}
 	if t.Kind == Groups {
 		// Each group's replica replicates from its primary, and back after
@@ -273,6 +352,8 @@ func (t Topology) CheckLink(clients int, name string) error {
 		what += ", replica->node and peer->node"
 	case Groups:
 		what += ", replica->node and node->replica within a group (n1r->n1, n1->n1r)"
+	case RedisCluster:
+		what += ", peer->node (replication from the node) and bus->node (the cluster bus into it)"
 	}
 	return fmt.Errorf("no link %q in %s: links are %s", name, t, what)
 }

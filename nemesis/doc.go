@@ -69,9 +69,9 @@
 //
 //	partition
 //	    cuts links — the shape's: clients from nodes, a client from every
-//	      node, replication, a bridge, named links — for "for", dropping
-//	      packets (blackhole) or refusing connections (reset), one way or
-//	      both
+//	      node, replication, a bridge, a split, named links — for "for",
+//	      dropping packets (blackhole) or refusing connections (reset), one
+//	      way or both
 //	    takes: shape, nodes, node, clients, client, links, mode, direction;
 //	      for > 0
 //	    needs: links (clients, or replication)
@@ -103,9 +103,12 @@
 //	    takes: nodes, node, offset, strobe; for > 0
 //	    needs: the clock shim, provider control clock
 //	failover
-//	    moves the primary ("via" kill: SIGKILL it, Sentinel promotes a
-//	      replica; sentinel: SENTINEL FAILOVER; promote: the replica in
-//	      "nodes"), with "cut_replication" first cutting replication so the
+//	    moves the primary ("via" kill: SIGKILL it, Sentinel — or a Redis
+//	      Cluster — promotes a replica; sentinel: SENTINEL FAILOVER;
+//	      promote: the replica in "nodes", in groups one per group, one
+//	      after the other; in a cluster coordinated, force or takeover:
+//	      CLUSTER FAILOVER on a replica of the shard of "nodes" or of
+//	      "key"), with "cut_replication" first cutting replication so the
 //	      grant it waits for and "lag" are lost; the new roles stay
 //	    takes: via, nodes, cut_replication, lag; for ≥ 0
 //	    needs: a replicated topology
@@ -144,7 +147,7 @@
 //
 // A failover with cut_replication first blackholes the replication links
 // of the replicas that can be promoted (every replica for Sentinel, the
-// named one for promote) — a blackhole, not a reset, so nothing already
+// named ones for promote) — a blackhole, not a reset, so nothing already
 // sent is delivered when the links come back — then waits for its trigger,
 // if any, so the grant it waits for is never replicated, then for lag, and
 // only then fails over. The fault heals at the later of at+for and the end

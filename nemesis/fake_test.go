@@ -29,7 +29,10 @@ type fakeCluster struct {
 	paused  map[string]bool
 	clock   map[string]time.Duration
 	primary string
-	values  map[string]map[string]string // node → key → value
+	// groupPrimary: a groups topology's primary of each group that was
+	// promoted (the group's first node otherwise).
+	groupPrimary map[string]string
+	values       map[string]map[string]string // node → key → value
 	// controls of the provider; the fake's name is "fake".
 	controls cluster.Controls
 	fail     map[string]error // call name → error to return
@@ -253,8 +256,29 @@ func (f *fakeCluster) Primary(context.Context) (string, error) {
 func (f *fakeCluster) Promote(_ context.Context, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.primary = name
+	if g, _, ok := f.topo.GroupOf(name); ok {
+		if f.groupPrimary == nil {
+			f.groupPrimary = map[string]string{}
+		}
+		f.groupPrimary[g] = name
+	} else {
+		f.primary = name
+	}
 	return f.log("promote %s", name)
+}
+
+// PrimaryOf is the primary of node's group, in a groups topology.
+func (f *fakeCluster) PrimaryOf(_ context.Context, node string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	g, _, ok := f.topo.GroupOf(node)
+	if !ok {
+		return "", fmt.Errorf("%s is in no group", node)
+	}
+	if p, ok := f.groupPrimary[g]; ok {
+		return p, nil
+	}
+	return g, nil
 }
 
 func (f *fakeCluster) SentinelFailover(context.Context) error {

@@ -39,9 +39,19 @@ type GenOptions struct {
 	// TimeLimit is the run's length: every fault is healed before it,
 	// with room for nodes to start and failovers to finish. Required.
 	TimeLimit time.Duration
+	// Quiet, when positive, is how long before the time limit half the
+	// plans (the seed says which) heal their last fault: damage that
+	// outlasts every fault — a lock that never expires, permits that
+	// leaked — then shows as a key nobody can take, which the liveness
+	// checker judges only away from faults. Less than the time limit.
+	Quiet time.Duration
+	// QuietAlways makes every plan leave the quiet end, not half of them:
+	// for a lock whose damage shows only as a key nobody can take (a
+	// latch whose waiters never pass). The seed still draws as before.
+	QuietAlways bool
 	// Interval is the mean time between the starts of two scenes (drawn
 	// between half and one and a half of it), and half of it passes before
-	// the first (default: the TTL). A scene that would exceed Concurrency
+	// the first unless that waits for a grant (default: the TTL). A scene that would exceed Concurrency
 	// or collide with what runs waits until it fits.
 	Interval time.Duration
 	// Concurrency is how many faults may be active at once, at least 1
@@ -59,12 +69,20 @@ type GenOptions struct {
 	// LockSteps are the lock steps step-pause and step-crash may arm (those
 	// the lock variant under test reports, and the workload's own).
 	LockSteps []string
+	// GrantSteps are those of LockSteps a client reaches on its way to a
+	// grant or as it returns with one (inside Acquire, or right after it):
+	// aimed at the lock, an arming of one of them takes every client for
+	// about a hold, so the next client granted stops there. The holder of
+	// a grant the nemesis saw is past them already.
+	GrantSteps []string
 	// Hold is how long a holder keeps the lock, absolute spans (zero: half a
 	// TTL): lock-aware scenes time their heals by it.
 	Hold spans.Range
 	// Quorum: the lock takes its lease on a majority of independent
 	// masters (Redlock, redsync), so a partition of N/2 nodes leaves the
-	// next lease on a bare majority, which one more fault can undo.
+	// next lease on a bare majority, which one more fault can undo; in a
+	// groups topology, on a majority of the groups' primaries, so a
+	// failover loses a lease only in a majority of the groups.
 	Quorum bool
 	// Persistence, when the run fixes the nodes' persistence, is that
 	// mode: kills and restarts then keep each node's mode rather than
@@ -101,6 +119,11 @@ type placer interface{ placed(g *gen, st Step) }
 // majority, then, on that grant, a fault of another kind in the mix on a
 // node of that lease (restart, kill, a clock jump, a pause), the cut
 // lasting about a hold so it mostly heals while that holder still holds.
+// Aimed at the lock, each kind draws the shape the lock's failures need
+// (see each kind's draw): every client armed at a step on the way to a
+// grant; with Sentinels, the primary and the holder split from the rest,
+// and promotions by hand of one replica; in groups, promotions of a
+// majority of the groups. Half the plans leave a quiet end (Quiet).
 // Magnitudes are written relative to the TTL ("0.5ttl"). The same seed,
 // mix and options give the same plan; an empty mix gives a plan without
 // faults.
@@ -114,15 +137,35 @@ func Generate(seed int64, mix []Kind, o GenOptions) (Plan, error) {
 	if o.Hold[0].IsZero() && o.Hold[1].IsZero() {
 		o.Hold = spans.Range{Fixed(o.TTL / 2), Fixed(o.TTL / 2)}
 	}
-	g := &gen{o: o, rng: rand.New(rand.NewPCG(uint64(seed), 0x6e656d65736973)), primary: "p"}
+	g := &gen{o: o, rng: rand.New(rand.NewPCG(uint64(seed), 0x6e656d65736973)), primaries: map[string]string{}}
+	switch o.Topology.Kind {
+	case cluster.Replicated:
+		g.primaries[""] = "p"
+	case cluster.Groups:
+		for _, m := range o.Topology.Masters() {
+			g.primaries[m] = m
+		}
+	}
 	p := Plan{Seed: seed, TTL: Fixed(o.TTL), Steps: []Step{}}
 	if len(mix) == 0 {
 		return p, nil
 	}
+	g.end = o.TimeLimit
+	if o.Quiet > 0 && (g.rng.IntN(2) == 0 || o.QuietAlways) {
+		g.end -= o.Quiet
+	}
 	t := o.Interval / 2
-	for misses := 0; t < o.TimeLimit && misses < 8; {
+	for misses := 0; t < g.end && misses < 8; {
 		sc := g.scene(mix)
-		at, cs, ok := g.place(sc, t)
+		from := t
+		if len(p.Steps) == 0 && len(sc) > 0 && sc[0].Trigger != "" {
+			// A first scene that waits for a grant needs no lead-in: the
+			// wait is one. And a failover's replication cut then comes
+			// before the first grant: the replica never saw what the
+			// lock's first user set up (a semaphore's permits).
+			from = 0
+		}
+		at, cs, ok := g.place(sc, from)
 		if !ok {
 			misses++
 			continue
@@ -151,6 +194,9 @@ func (o GenOptions) check(mix []Kind) error {
 	}
 	if o.TimeLimit <= 0 {
 		errs = append(errs, fmt.Errorf("time limit must be positive, got %v", o.TimeLimit))
+	}
+	if o.Quiet < 0 || o.TimeLimit > 0 && o.Quiet >= o.TimeLimit {
+		errs = append(errs, fmt.Errorf("quiet end %v must not be negative and must be shorter than the time limit %v", o.Quiet, o.TimeLimit))
 	}
 	if o.Interval < 0 {
 		errs = append(errs, fmt.Errorf("interval must not be negative, got %v", o.Interval))
@@ -188,10 +234,14 @@ func (o GenOptions) check(mix []Kind) error {
 }
 
 type gen struct {
-	o       GenOptions
-	rng     *rand.Rand
-	primary string      // replicated without Sentinels: the primary promotions made
-	placed  []*compiled // the plan so far
+	o   GenOptions
+	rng *rand.Rand
+	// primaries: the primary of each group (groups) or of the topology
+	// (replicated, key ""), as the plan's failovers so far leave it;
+	// absent once Sentinel moved it.
+	primaries map[string]string
+	placed    []*compiled   // the plan so far
+	end       time.Duration // every fault heals by then: the time limit, less a quiet end
 }
 
 // scene draws the next few related steps; their At count from the scene's
@@ -214,7 +264,9 @@ func (g *gen) scene(mix []Kind) []Step {
 	if !ok {
 		return nil
 	}
-	if a == aimLease {
+	// A step aimed at named clients (every client armed for the next
+	// grant) starts at once; the others wait for the grant they aim at.
+	if a == aimLease && len(st.Clients) == 0 {
 		g.onGrant(&st)
 	}
 	return []Step{st}
@@ -256,7 +308,22 @@ func (g *gen) bareMajorityScene(mix []Kind, fk faultKind) ([]Step, bool) {
 // holder may keep the lock and a little more.
 func (g *gen) onGrant(st *Step) {
 	st.Trigger, st.Key = TriggerGrant, g.o.Key
-	st.Timeout = TTLs(round2(float64(g.o.Hold.Max().Resolve(0))/float64(g.o.TTL) + 0.25))
+	st.Timeout = g.nextGrant()
+}
+
+// nextGrant is how long the next grant of the key may take to come: as
+// long as a holder may keep the lock, and a little more.
+func (g *gen) nextGrant() Span {
+	return TTLs(round2(float64(g.o.Hold.Max().Resolve(0))/float64(g.o.TTL) + 0.25))
+}
+
+// allClients are the run's clients, 0..Clients-1.
+func (g *gen) allClients() []int {
+	out := make([]int, g.o.Clients)
+	for i := range out {
+		out[i] = i
+	}
+	return out
 }
 
 // place finds the earliest start at or after from where the scene fits:
@@ -284,23 +351,53 @@ func (g *gen) place(sc []Step, from time.Duration) (time.Duration, []*compiled, 
 			if err != nil {
 				return 0, nil, false // the scene itself is invalid: a bug Generate's last check reports
 			}
-			if _, to := g.window(c); to > g.o.TimeLimit {
+			if _, to := g.window(c); to > g.end {
 				return 0, nil, false // later starts end later still
 			}
 			trial = append(trial, c)
 		}
-		if len(conflicts(trial, n, g.o.Setup, g.window)) == 0 && maxActive(trial, g.window) <= g.o.Concurrency {
+		if len(conflicts(trial, n, g.o.Setup, g.window)) == 0 && maxActive(trial, g.window) <= g.o.Concurrency && !g.splitsOverlap(trial, n) {
 			return s, trial[n:], true
 		}
 	}
 	return 0, nil, false
 }
 
+// splitsOverlap reports whether a split of the steps from index from on
+// overlaps another: a plan may do that, but a second split over a first
+// cuts the side the first kept whole, and neither is the split drawn.
+func (g *gen) splitsOverlap(cs []*compiled, from int) bool {
+	for i := from; i < len(cs); i++ {
+		if cs[i].Shape != ShapeSplit {
+			continue
+		}
+		af, at := g.window(cs[i])
+		for j, b := range cs {
+			if j == i || b.Shape != ShapeSplit {
+				continue
+			}
+			if bf, bt := g.window(b); af < bt && bf < at {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // window is how long the generator reckons a step may be active: its
 // planned window and its allowance.
 func (g *gen) window(c *compiled) (from, to time.Duration) {
 	from, to = c.window()
+	if a, ok := c.kind.(allowancer); ok {
+		return from, to + a.allowanceOf(c)
+	}
 	return from, to + c.kind.traits().allowance
+}
+
+// allowancer is a kind whose allowance depends on the step (a failover's
+// on how it moves the primary).
+type allowancer interface {
+	allowanceOf(c *compiled) time.Duration
 }
 
 // maxActive is the most steps whose windows overlap at one instant.
@@ -380,13 +477,15 @@ func (g *gen) leaseNode() string {
 }
 
 // nodes draws k distinct nodes, in topology order.
-func (g *gen) nodes(k int) []string {
-	all := g.o.Topology.Nodes()
-	idx := g.rng.Perm(len(all))[:k]
+func (g *gen) nodes(k int) []string { return g.pick(g.o.Topology.Nodes(), k) }
+
+// pick draws k distinct elements of xs, in their order.
+func (g *gen) pick(xs []string, k int) []string {
+	idx := g.rng.Perm(len(xs))[:k]
 	slices.Sort(idx)
 	out := make([]string, k)
 	for j, i := range idx {
-		out[j] = all[i]
+		out[j] = xs[i]
 	}
 	return out
 }
@@ -445,6 +544,9 @@ func (g *gen) shapes(k Kind) []string {
 		if k == Partition {
 			out = append(out, "isolate")
 		}
+	}
+	if g.o.Topology.Kind == cluster.RedisCluster && k == Partition {
+		out = append(out, "isolate")
 	}
 	return out
 }

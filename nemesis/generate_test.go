@@ -14,7 +14,7 @@ import (
 	"github.com/tumbler-dev/tumbler/workloads"
 )
 
-var genTopologies = []string{"independent:1", "independent:3", "independent:5", "replicated:1", "replicated:2", "replicated:2+sentinels"}
+var genTopologies = []string{"independent:1", "independent:3", "independent:5", "replicated:1", "replicated:2", "replicated:2+sentinels", "groups:3"}
 
 func genOptions(t *testing.T, topo, key string, k int) GenOptions {
 	tp, err := cluster.ParseTopology(topo)
@@ -27,9 +27,10 @@ func genOptions(t *testing.T, topo, key string, k int) GenOptions {
 		TimeLimit:   30 * time.Second,
 		Concurrency: k,
 		Key:         key,
-		LockSteps:   []string{"workload:after-acquire", "redlock:after-send"},
+		LockSteps:   []string{"workload:after-acquire", "redlock:after-send", "workload:before-release"},
+		GrantSteps:  []string{"workload:after-acquire", "redlock:after-send"},
 		Hold:        spans.Range{Fixed(400 * time.Millisecond), Fixed(450 * time.Millisecond)},
-		Quorum:      tp.Kind == cluster.Independent && tp.N >= 3,
+		Quorum:      tp.Kind == cluster.Independent && tp.N >= 3 || tp.Kind == cluster.Groups,
 	}
 }
 
@@ -266,6 +267,158 @@ func TestGenerateLockAwareShapes(t *testing.T) {
 	}
 }
 
+// TestGenerateLockAwareScenes: the shapes a lock's failure modes need.
+// An arming of a step on the way to a grant takes every client at once,
+// without waiting for a grant (its holder is past the step), one of a later
+// step the holder of the next grant; with Sentinels, partitions aimed at
+// the lock split the primary and the holder from the rest (never two
+// splits at once) and failovers promote one replica by hand, its
+// replication alone cut; in groups, a failover aimed at the lock promotes
+// a majority of the groups; and a quiet end leaves half the plans without
+// faults at the end; a first scene that waits for a grant needs no lead-in.
+func TestGenerateLockAwareScenes(t *testing.T) {
+	o := genOptions(t, "independent:3", "tumbler:0", 2)
+	var allArmed, holderArmed int
+	for seed := int64(0); seed < 50; seed++ {
+		p, err := Generate(seed, []Kind{StepPause, StepCrash}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range p.Steps {
+			switch {
+			case st.Client == Holder:
+				holderArmed++
+				if slices.Contains(o.GrantSteps, st.LockStep) {
+					t.Errorf("seed %d: the holder of a grant armed at %q, a step it is past", seed, st.LockStep)
+				}
+			case len(st.Clients) == o.Clients:
+				allArmed++
+				if st.Trigger != "" || !slices.Contains(o.GrantSteps, st.LockStep) {
+					t.Errorf("seed %d: every client armed at %q, trigger %q", seed, st.LockStep, st.Trigger)
+				}
+			}
+		}
+	}
+	if allArmed == 0 || holderArmed == 0 {
+		t.Errorf("%d armings of every client, %d of the holder: want both", allArmed, holderArmed)
+	}
+
+	o = genOptions(t, "replicated:2+sentinels", "tumbler:0", 2)
+	var splits, promotes int
+	for seed := int64(0); seed < 50; seed++ {
+		p, err := Generate(seed, []Kind{Partition, Failover}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pc, _ := p.compile(o.Setup)
+		g := &gen{o: o}
+		for i, c := range pc {
+			if c.Shape == ShapeSplit {
+				splits++
+				if c.Node != NodePrimary || c.Client != Holder || c.Trigger != TriggerGrant || c.dur < failoverAllowance {
+					t.Errorf("seed %d: split %+v", seed, c.Step)
+				}
+				if g.splitsOverlap(pc[:i+1], i) {
+					t.Errorf("seed %d: step %d is a split over another", seed, i+1)
+				}
+			}
+			if c.Via == ViaPromote && c.Trigger == TriggerGrant && c.CutReplication {
+				promotes++
+				if len(c.Nodes) != 1 {
+					t.Errorf("seed %d: promote %v", seed, c.Nodes)
+				}
+			}
+		}
+	}
+	if splits == 0 || promotes == 0 {
+		t.Errorf("with Sentinels: %d splits, %d promotions by hand with replication cut on a grant", splits, promotes)
+	}
+
+	o = genOptions(t, "groups:5", "tumbler:0", 2)
+	var majorities int
+	for seed := int64(0); seed < 30; seed++ {
+		p, err := Generate(seed, []Kind{Failover}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range p.Steps {
+			if st.Trigger == TriggerGrant {
+				if len(st.Nodes) < 3 {
+					t.Errorf("seed %d: a failover aimed at a lock on a majority of 5 groups promotes %v", seed, st.Nodes)
+				}
+				majorities++
+			}
+		}
+	}
+	if majorities == 0 {
+		t.Error("groups: no failover aimed at the lock")
+	}
+
+	// A first scene waiting for a grant starts at once; any other after
+	// the lead-in of half an interval.
+	o = genOptions(t, "replicated:1", "tumbler:0", 2)
+	var atOnce, leadIn int
+	for seed := int64(0); seed < 40; seed++ {
+		p, err := Generate(seed, []Kind{Failover, Partition}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := p.Steps[0]
+		switch at := first.At.Resolve(o.TTL); {
+		case first.Trigger != "" && at == 0:
+			atOnce++
+		case first.Trigger == "" && at >= o.TTL/2:
+			leadIn++
+		default:
+			t.Errorf("seed %d: the first step, trigger %q, starts at %v", seed, first.Trigger, at)
+		}
+	}
+	if atOnce == 0 || leadIn == 0 {
+		t.Errorf("first scenes: %d waiting for a grant from 0, %d after the lead-in", atOnce, leadIn)
+	}
+
+	o = genOptions(t, "independent:3", "tumbler:0", 2)
+	o.Quiet = 5 * time.Second
+	var quiet, busy int
+	for seed := int64(0); seed < 40; seed++ {
+		p, err := Generate(seed, []Kind{Partition, Kill}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pc, _ := p.compile(o.Setup)
+		end := time.Duration(0)
+		g := &gen{o: o}
+		for _, c := range pc {
+			_, to := g.window(c)
+			end = max(end, to)
+		}
+		if end <= o.TimeLimit-o.Quiet {
+			quiet++
+		} else {
+			busy++
+		}
+	}
+	if quiet == 0 || busy == 0 {
+		t.Errorf("quiet end %v: %d plans end their faults before it, %d after; want both", o.Quiet, quiet, busy)
+	}
+
+	// QuietAlways: every plan ends its faults before the quiet end.
+	o.QuietAlways = true
+	for seed := int64(0); seed < 40; seed++ {
+		p, err := Generate(seed, []Kind{Partition, Kill}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pc, _ := p.compile(o.Setup)
+		g := &gen{o: o}
+		for _, c := range pc {
+			if _, to := g.window(c); to > o.TimeLimit-o.Quiet {
+				t.Fatalf("seed %d: QuietAlways, but a fault runs until %v, after the quiet end starts at %v", seed, to, o.TimeLimit-o.Quiet)
+			}
+		}
+	}
+}
+
 func TestGenerateRefusesWhatTheSetupCannotTake(t *testing.T) {
 	o := genOptions(t, "independent:5", "tumbler:0", 2)
 	for _, tc := range []struct {
@@ -288,6 +441,7 @@ func TestGenerateRefusesWhatTheSetupCannotTake(t *testing.T) {
 		{[]Kind{Partition}, func(o *GenOptions) { o.TimeLimit = -time.Second }, "time limit must be positive"},
 		{[]Kind{Partition}, func(o *GenOptions) { o.Hold = spans.Range{Fixed(time.Second), Fixed(0)} }, "hold"},
 		{[]Kind{Partition}, func(o *GenOptions) { o.Clients = 0 }, "partition: topology independent:5 without clients has no links"},
+		{[]Kind{Partition}, func(o *GenOptions) { o.Quiet = o.TimeLimit }, "quiet end"},
 	} {
 		oo := o
 		if tc.o != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/tumbler-dev/tumbler/cluster"
@@ -25,14 +26,31 @@ const (
 	ViaSentinel Via = "sentinel"
 	// ViaPromote promotes the replica named in Nodes by hand.
 	ViaPromote Via = "promote"
+
+	// In a Redis Cluster, ViaKill SIGKILLs the shard's primary and the
+	// cluster promotes a replica; these ask a replica to take over with
+	// CLUSTER FAILOVER (cluster.ClusterFailoverMode): coordinated (no
+	// option: it waits for the primary to catch it up), force (no waiting
+	// for the primary, still the majority's votes) and takeover (no
+	// agreement at all).
+	ViaCoordinated = Via(cluster.FailoverCoordinated)
+	ViaForce       = Via(cluster.FailoverForce)
+	ViaTakeover    = Via(cluster.FailoverTakeover)
 )
+
+// shardControl is what a failover in a Redis Cluster needs beyond
+// Cluster; *cluster.Cluster has it.
+type shardControl interface {
+	PrimaryOf(ctx context.Context, node string) (string, error)
+	ClusterFailover(ctx context.Context, replica string, mode cluster.ClusterFailoverMode) error
+}
 
 type failover struct{ kindBase }
 
 func (failover) kind() Kind { return Failover }
 
 func (failover) doc() string {
-	return "moves the primary (\"via\" kill: SIGKILL it, Sentinel promotes a replica; sentinel: SENTINEL FAILOVER; promote: the replica in \"nodes\"), with \"cut_replication\" first cutting replication so the grant it waits for and \"lag\" are lost; the new roles stay"
+	return "moves the primary (\"via\" kill: SIGKILL it, Sentinel — or a Redis Cluster — promotes a replica; sentinel: SENTINEL FAILOVER; promote: the replica in \"nodes\", in groups one per group, one after the other; in a cluster coordinated, force or takeover: CLUSTER FAILOVER on a replica of the shard of \"nodes\" or of \"key\"), with \"cut_replication\" first cutting replication so the grant it waits for and \"lag\" are lost; the new roles stay"
 }
 
 func (failover) fields() []string { return []string{"via", "nodes", "cut_replication", "lag"} }
@@ -47,12 +65,27 @@ func (failover) traits() traits {
 	return traits{failover: true, allowance: failoverAllowance + startAllowance}
 }
 
-// placed: a promotion by hand makes its replica the primary the next
-// failover must move from.
+// allowanceOf: a promotion by hand is done in milliseconds; Sentinel takes
+// seconds to elect a primary, and a killed primary must start again.
+func (failover) allowanceOf(c *compiled) time.Duration {
+	if c.Via == ViaPromote {
+		return startAllowance
+	}
+	return failoverAllowance + startAllowance
+}
+
+// placed: a promotion by hand makes its replica the primary (of its
+// group) the next failover must move from; after Sentinel's failover the
+// primary is not known in advance.
 func (failover) placed(g *gen, st Step) {
 	if st.Via == ViaPromote {
-		g.primary = st.Nodes[0]
+		for _, n := range st.Nodes {
+			group, _, _ := g.o.Topology.GroupOf(n)
+			g.primaries[group] = n
+		}
+		return
 	}
+	delete(g.primaries, "")
 }
 
 // ownsTrigger: with cut_replication the failover cuts replication first
@@ -60,7 +93,12 @@ func (failover) placed(g *gen, st Step) {
 func (failover) ownsTrigger(c *compiled) bool { return c.CutReplication }
 
 func (failover) check(c *compiled, s Setup) error {
+	if s.Topology.Kind == cluster.RedisCluster {
+		return checkShardFailover(c, s)
+	}
 	switch c.Via {
+	case ViaCoordinated, ViaForce, ViaTakeover:
+		return fmt.Errorf("via %q is a Redis Cluster's CLUSTER FAILOVER; topology %s has none", c.Via, s.Topology)
 	case ViaKill, ViaSentinel:
 		if !s.Topology.Sentinels {
 			return fmt.Errorf("via %q needs Sentinels (topology %s+sentinels); use via %q", c.Via, s.Topology, ViaPromote)
@@ -69,14 +107,29 @@ func (failover) check(c *compiled, s Setup) error {
 			return fmt.Errorf("via %q lets Sentinel choose the replica; \"nodes\" is for via %q", c.Via, ViaPromote)
 		}
 	case ViaPromote:
-		if len(c.Nodes) != 1 {
-			return fmt.Errorf("via %q needs the one replica to promote in \"nodes\"", c.Via)
+		if s.Topology.Kind == cluster.Groups && len(c.Nodes) > 1 {
+			seen := map[string]bool{}
+			for _, n := range c.Nodes {
+				g, _, _ := s.Topology.GroupOf(n)
+				if seen[g] {
+					return fmt.Errorf("via %q promotes one node per group; %s names group %s twice", c.Via, list(c.Nodes), g)
+				}
+				seen[g] = true
+			}
+		} else if len(c.Nodes) != 1 {
+			return fmt.Errorf("via %q needs the one replica to promote in \"nodes\" (groups: one per group)", c.Via)
 		}
 	case "":
 		return fmt.Errorf("needs \"via\": %q, %q or %q", ViaKill, ViaSentinel, ViaPromote)
 	default:
 		return fmt.Errorf("unknown via %q (%s, %s or %s)", c.Via, ViaKill, ViaSentinel, ViaPromote)
 	}
+	return checkKillAndLag(c, s)
+}
+
+// checkKillAndLag are the rules every failover shares: a kill needs a
+// provider that kills, a lag needs a cut.
+func checkKillAndLag(c *compiled, s Setup) error {
 	if c.Via == ViaKill {
 		if err := s.provides(cluster.CanKill); err != nil {
 			return fmt.Errorf("via %q: %w", ViaKill, err)
@@ -94,48 +147,100 @@ func (failover) apply(r *runner, i int, _ target) error {
 	if r.failover >= 0 {
 		return fmt.Errorf("%s is still failing over", r.steps[r.failover].c.name())
 	}
+	if r.setup.Topology.Kind == cluster.RedisCluster {
+		return applyShardFailover(r, i)
+	}
 	groups := r.setup.Topology.Kind == cluster.Groups
 	w, err := r.world(!groups)
 	if err != nil {
 		return err
 	}
-	if g, ok := r.env.Cluster.(interface {
-		PrimaryOf(context.Context, string) (string, error)
-	}); ok && groups {
-		// A group's failover: the primary of the promoted node's group.
-		if w.primary, err = g.PrimaryOf(r.ctx, c.Nodes[0]); err != nil {
-			return err
-		}
-	}
-	old := w.primary
-	var target string
-	candidates := w.replicas()
+	// olds[k] is the primary targets[k] takes over from: the primary, or
+	// in groups the primary of its group.
+	var olds, targets, candidates []string
 	if c.Via == ViaPromote {
-		target = c.Nodes[0]
-		if target == old {
-			return fmt.Errorf("%s is the primary already", target)
+		targets, candidates = c.Nodes, c.Nodes
+		for _, n := range targets {
+			old := w.primary
+			if g, ok := r.env.Cluster.(interface {
+				PrimaryOf(context.Context, string) (string, error)
+			}); ok && groups {
+				if old, err = g.PrimaryOf(r.ctx, n); err != nil {
+					return err
+				}
+			}
+			if n == old {
+				return fmt.Errorf("%s is the primary already", n)
+			}
+			olds = append(olds, old)
 		}
-		candidates = []string{target}
+	} else {
+		olds, candidates = []string{w.primary}, w.replicas()
 	}
-	for _, n := range append([]string{old}, candidates...) {
+	var cut []string
+	if c.CutReplication {
+		for k, n := range candidates {
+			cut = append(cut, cluster.ReplicationLink(n, olds[min(k, len(olds)-1)]))
+		}
+	}
+	cl := r.env.Cluster
+	m := move{olds: olds, candidates: candidates, cut: cut, desc: describeFailover(c, olds, cut), kills: c.Via == ViaKill,
+		how: map[Via]string{ViaKill: "kill", ViaSentinel: "request"}[c.Via]}
+	m.start = func(ctx context.Context) (string, error) {
+		switch c.Via {
+		case ViaPromote:
+			// One group after the other, as an operator would.
+			t0 := time.Now()
+			for _, n := range targets {
+				if err := cl.Promote(ctx, n); err != nil {
+					return "", err
+				}
+			}
+			return fmt.Sprintf("%s promoted by hand in %v", list(targets), time.Since(t0).Round(time.Millisecond)), nil
+		case ViaKill:
+			return "", cl.Kill(olds[0])
+		}
+		return "", cl.SentinelFailover(ctx)
+	}
+	return r.startMove(i, m)
+}
+
+// move is a failover as resolved at apply time, whatever moves the
+// primary: Sentinel, a promotion by hand, or a Redis Cluster.
+type move struct {
+	olds       []string // the primaries it moves from; a kill or a wait is of the first
+	candidates []string // the nodes that may take over
+	cut        []string // replication links cut first (cut_replication)
+	desc       string
+	kills      bool   // start kills olds[0]: the heal starts it again
+	how        string // what start did, for the note ("kill")
+	// start moves the primary; a non-empty note means the move is complete
+	// (a promotion by hand), else WaitFailover waits for it.
+	start func(ctx context.Context) (note string, err error)
+}
+
+// startMove applies failover step i: it marks the nodes busy, cuts
+// replication, and in the background waits for the step's grant and lag,
+// starts the move and waits for the new primary.
+func (r *runner) startMove(i int, m move) error {
+	st := r.steps[i]
+	c := st.c
+	old := m.olds[0]
+	for _, n := range append(slices.Clone(m.olds), m.candidates...) {
 		if err := r.busy(n); err != nil {
 			return err
 		}
 	}
-	st.fault.Desc = describeFailover(c, old, candidates)
-	st.fault.Targets = append([]string{old}, candidates...)
+	st.fault.Desc = m.desc
+	st.fault.Targets = append(slices.Clone(m.olds), m.candidates...)
 	r.failover = i
-	if c.Via == ViaKill {
+	if m.kills {
 		r.owner[old] = i
 		st.slow = r.bringUp([]string{old}, "")
 	}
-	if c.CutReplication {
-		var links []string
-		for _, n := range candidates {
-			links = append(links, cluster.ReplicationLink(n, old))
-		}
-		st.undo = append(st.undo, func() error { return r.links.remove(i, links) })
-		if err := r.links.add(linkContrib{step: i, cut: cluster.Blackhole, up: true, down: true}, links); err != nil {
+	if len(m.cut) > 0 {
+		st.undo = append(st.undo, func() error { return r.links.remove(i, m.cut) })
+		if err := r.links.add(linkContrib{step: i, cut: cluster.Blackhole, up: true, down: true}, m.cut); err != nil {
 			return err
 		}
 	}
@@ -151,20 +256,9 @@ func (failover) apply(r *runner, i int, _ target) error {
 			return event{kind: evApplied, step: i, err: err}
 		}
 		t0 := time.Now()
-		var err error
-		switch c.Via {
-		case ViaPromote:
-			if err = cl.Promote(ctx, target); err == nil {
-				return event{kind: evApplied, step: i, note: fmt.Sprintf("%s promoted by hand in %v", target, time.Since(t0).Round(time.Millisecond))}
-			}
-			return event{kind: evApplied, step: i, err: err}
-		case ViaKill:
-			err = cl.Kill(old)
-		case ViaSentinel:
-			err = cl.SentinelFailover(ctx)
-		}
-		if err != nil {
-			return event{kind: evApplied, step: i, err: err}
+		note, err := m.start(ctx)
+		if err != nil || note != "" {
+			return event{kind: evApplied, step: i, note: note, err: err}
 		}
 		wctx, cancel := context.WithTimeout(ctx, FailoverTimeout)
 		defer cancel()
@@ -172,17 +266,23 @@ func (failover) apply(r *runner, i int, _ target) error {
 		if err != nil {
 			return event{kind: evApplied, step: i, err: err}
 		}
-		return event{kind: evApplied, step: i, note: fmt.Sprintf("%s took over from %s %v after the %s", p, old, time.Since(t0).Round(time.Millisecond), map[Via]string{ViaKill: "kill", ViaSentinel: "request"}[c.Via])}
+		return event{kind: evApplied, step: i, note: fmt.Sprintf("%s took over from %s %v after the %s", p, old, time.Since(t0).Round(time.Millisecond), m.how)}
 	})
 	return nil
 }
-func describeFailover(c *compiled, old string, candidates []string) string {
+
+// describeFailover is the failover's sentence, with the primaries it
+// moves from and the replication links it cuts once it applied (none
+// before).
+func describeFailover(c *compiled, olds, links []string) string {
 	primary := "the primary"
-	if old != "" {
-		primary += " " + old
+	if len(olds) > 0 {
+		primary += " " + olds[0]
 	}
 	var how string
 	switch c.Via {
+	case ViaCoordinated, ViaForce, ViaTakeover:
+		return describeShardFailover(c, "", nil)
 	case ViaKill:
 		how = "kill " + primary + " and let Sentinel fail over"
 	case ViaSentinel:
@@ -190,53 +290,78 @@ func describeFailover(c *compiled, old string, candidates []string) string {
 	case ViaPromote:
 		how = fmt.Sprintf("promote %s by hand", list(c.Nodes))
 	}
+	return describeMove(c, how, links)
+}
+
+// describeMove is a failover's sentence: how it moves the primary, after
+// cutting the links in cut (or replication, unnamed) and waiting for the
+// grant and the lag when it does.
+func describeMove(c *compiled, how string, cut []string) string {
 	if !c.CutReplication {
 		return how
 	}
-	cut := "cut replication (blackhole)"
-	if len(candidates) > 0 {
-		links := make([]string, len(candidates))
-		for k, n := range candidates {
-			links[k] = cluster.ReplicationLink(n, old)
-		}
-		cut = "cut replication " + list(links) + " (blackhole)"
+	s := "cut replication (blackhole)"
+	if len(cut) > 0 {
+		s = "cut replication " + list(cut) + " (blackhole)"
 	}
 	if c.triggered() {
 		if c.OnTimeout == OnTimeoutApply {
-			cut += fmt.Sprintf(", wait up to %v for a grant of %q", c.timeout, c.Key)
+			s += fmt.Sprintf(", wait up to %v for a grant of %q", c.timeout, c.Key)
 		} else {
-			cut += fmt.Sprintf(", wait for a grant of %q", c.Key)
+			s += fmt.Sprintf(", wait for a grant of %q", c.Key)
 		}
 	}
 	if c.lag > 0 {
-		cut += fmt.Sprintf(", wait %v", c.lag)
+		s += fmt.Sprintf(", wait %v", c.lag)
 	}
-	return cut + ", then " + how
+	return s + ", then " + how
 }
 
-func (failover) describe(c *compiled, _ target) string { return describeFailover(c, "", nil) }
+func (failover) describe(c *compiled, _ target) string { return describeFailover(c, nil, nil) }
 
 // draw: at random as the topology allows (Sentinel's kill or request, or a
 // promotion by hand), half the time after cutting replication; aimed at
 // the lease, mostly with replication cut on the next grant and no more
-// than a brief lag, so the new primary never saw the lease.
+// than a brief lag, so the new primary never saw the lease — in a majority
+// of the groups or more, for a lock on a majority of groups. With Sentinels
+// half the failovers are promotions by hand too, while the plan knows the
+// primary: one takes milliseconds where Sentinel takes seconds, so the
+// holder of the grant still holds when the new primary answers, and it
+// cuts replication to the promoted replica only, so a lock that WAITs for
+// fewer replicas than there are still gets its acknowledgement from the
+// others.
 func (failover) draw(g *gen, a aim) (Step, bool) {
 	st := Step{Fault: Failover}
-	if g.o.Topology.Sentinels {
+	if g.o.Topology.Kind == cluster.RedisCluster {
+		return drawShardFailover(g, a)
+	}
+	rs := g.replicas()
+	switch {
+	case !g.o.Topology.Sentinels && len(rs) == 0:
+		return st, false
+	case g.o.Topology.Kind == cluster.Groups && a == aimLease && g.o.Quorum:
+		// A lock on a majority of the groups loses a lease only where a
+		// majority of them fail over, or more: a lock that asks the
+		// groups one after the other and waits at each (RedissonRedLock)
+		// stops at the first that still holds the lease.
+		m := len(rs)/2 + 1
+		st.Via, st.Nodes = ViaPromote, g.pick(rs, m+g.rng.IntN(len(rs)-m+1))
+	case !g.o.Topology.Sentinels, len(rs) > 0 && g.rng.IntN(2) == 0:
+		st.Via, st.Nodes = ViaPromote, []string{g.oneOf(rs...)}
+	default:
 		st.Via = Via(g.oneOf(string(ViaKill), string(ViaSentinel)))
-	} else {
-		st.Via = ViaPromote
-		var rs []string
-		for _, x := range g.o.Topology.Nodes() {
-			if x != g.primary {
-				rs = append(rs, x)
-			}
-		}
-		st.Nodes = []string{g.oneOf(rs...)}
 	}
 	if st.Via == ViaKill && !g.o.Controls.Has(cluster.CanKill) && g.o.Provider != "" {
 		st.Via = ViaSentinel
 	}
+	return st, g.drawCut(&st, a)
+}
+
+// drawCut draws a failover's replication cut for its aim: aimed at the
+// lease, mostly cut on the next grant with no more than a brief lag, so the
+// new primary never saw the lease; at random, half the time, with a lag.
+// False for an aim a failover has no shape for.
+func (g *gen) drawCut(st *Step, a aim) bool {
 	switch a {
 	case aimLease:
 		if g.rng.IntN(5) > 0 {
@@ -250,7 +375,31 @@ func (failover) draw(g *gen, a aim) (Step, bool) {
 			st.CutReplication, st.Lag = true, g.mag()
 		}
 	default:
-		return st, false
+		return false
 	}
-	return st, true
+	return true
+}
+
+// replicas are the nodes a promotion by hand may pick: the replicas of
+// the primary as the plan's failovers so far leave it (groups: of each
+// group's), none once Sentinel moved it.
+func (g *gen) replicas() []string {
+	var out []string
+	if g.o.Topology.Kind == cluster.Groups {
+		for _, m := range g.o.Topology.Masters() {
+			_, other, _ := g.o.Topology.GroupOf(g.primaries[m])
+			out = append(out, other)
+		}
+		return out
+	}
+	p, ok := g.primaries[""]
+	if !ok {
+		return nil
+	}
+	for _, n := range g.o.Topology.Nodes() {
+		if n != p {
+			out = append(out, n)
+		}
+	}
+	return out
 }

@@ -1,9 +1,6 @@
 package nemesis
 
-import (
-	"errors"
-	"fmt"
-)
+import "fmt"
 
 // Latency delays links by Latency ± Jitter for For.
 const Latency Kind = "latency"
@@ -31,8 +28,8 @@ func (latency) check(c *compiled, s Setup) error {
 		return err
 	}
 	switch {
-	case c.shape == ShapeBridge:
-		return errors.New("a bridge is a partition shape")
+	case c.shape == ShapeBridge || c.shape == ShapeSplit:
+		return fmt.Errorf("a %s is a partition shape", c.shape)
 	case c.latency < minDelay:
 		return fmt.Errorf("needs a \"latency\" of at least %v (toxiproxy works in milliseconds), got %q", minDelay, c.Latency)
 	case c.jitter < 0 || c.jitter > c.latency:

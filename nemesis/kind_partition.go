@@ -10,7 +10,7 @@ type partition struct{ kindBase }
 func (partition) kind() Kind { return Partition }
 
 func (partition) doc() string {
-	return "cuts links — the shape's: clients from nodes, a client from every node, replication, a bridge, named links — for \"for\", dropping packets (blackhole) or refusing connections (reset), one way or both"
+	return "cuts links — the shape's: clients from nodes, a client from every node, replication, a bridge, a split, named links — for \"for\", dropping packets (blackhole) or refusing connections (reset), one way or both"
 }
 
 func (partition) fields() []string {
@@ -28,7 +28,9 @@ func (partition) apply(r *runner, i int, t target) error { return r.applyLinks(i
 func (partition) describe(c *compiled, t target) string { return describeLinks(c, world{}, t, c.Links) }
 
 // draw: at random, a shape the setup offers; aimed at the lease, the
-// holder cut from every node; as the setup of a bare majority, N/2 nodes
+// holder cut from every node or, with Sentinels, half the time a split of
+// the primary and the holder from everything else, long enough for the
+// Sentinels to promote a replica on the far side; as the setup of a bare majority, N/2 nodes
 // cut from every client, so the next lease rests on exactly a majority,
 // healed a little before that holder would release.
 func (partition) draw(g *gen, a aim) (Step, bool) {
@@ -52,6 +54,20 @@ func (partition) draw(g *gen, a aim) (Step, bool) {
 	case aimLease:
 		if g.o.Clients == 0 {
 			return st, false
+		}
+		if g.o.Topology.Kind == cluster.Replicated && g.o.Topology.Sentinels && g.o.Clients >= 2 && g.rng.IntN(2) == 0 {
+			// The primary and the holder on one side, the Sentinels,
+			// the replicas and the other clients on the other, for as
+			// long as the Sentinels take to promote a replica and a
+			// hold or more after that.
+			st.Shape, st.Node, st.Client = ShapeSplit, NodePrimary, Holder
+			lo := round2(float64(failoverAllowance+g.o.Hold.Max().Resolve(0)) / float64(g.o.TTL))
+			st.For = TTLs(g.between(lo, lo+1.5))
+			st.Mode = cluster.Blackhole
+			if g.rng.IntN(3) == 0 {
+				st.Mode = cluster.Reset
+			}
+			return st, true
 		}
 		st.Shape, st.Client, st.For = ShapeClient, Holder, g.mag()
 	default:

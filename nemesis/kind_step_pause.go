@@ -3,6 +3,7 @@ package nemesis
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/tumbler-dev/tumbler/workloads"
 )
@@ -45,25 +46,40 @@ func (stepPause) describe(c *compiled, t target) string {
 	return fmt.Sprintf("arm %s to pause %v at lock step %q (armed for %v)", clientsText(c, t.clients), c.pause, c.LockStep, c.dur)
 }
 
-// draw: the holder of the next grant (it is the one about to reach the
-// steps after the grant), or a client at random; the pause past the TTL
-// more often than not (that is when the lease runs out under it).
+// draw: as armDraw says; the pause past the TTL more often than not (that
+// is when the lease runs out under it), a third of those for several TTLs:
+// a server may keep a grant longer than the TTL while its client is
+// stalled at it (Redisson's RedLock takes each node's lock for twice its
+// wait time and only sets the lease afterwards), and a GC pause of several
+// leases is as real as one of one.
 func (stepPause) draw(g *gen, a aim) (Step, bool) {
 	st, ok := armDraw(g, a, StepPause)
-	if g.rng.IntN(3) > 0 {
+	switch x := g.rng.Float64(); {
+	case x < 0.45:
 		st.Pause = TTLs(g.between(1.2, 2.5))
-	} else {
+	case x < 0.7:
+		st.Pause = TTLs(g.between(2.5, 6))
+	default:
 		st.Pause = g.mag()
 	}
 	return st, ok
 }
 
-// armDraw is what step-pause and step-crash draw alike: the target, the
-// step (from GenOptions.LockSteps), and an arming of one or two TTLs.
+// armDraw is what step-pause and step-crash draw alike: the step (from
+// GenOptions.LockSteps) and the target. Aimed at the lock, a step on the
+// way to a grant (GenOptions.GrantSteps) arms every client for about a
+// hold, so the next client granted — whoever it is — stops there; a later
+// step arms the holder of the next grant, which reaches it while it holds
+// or as it releases, for one or two TTLs. At random, one client for one or
+// two TTLs.
 func armDraw(g *gen, a aim, k Kind) (Step, bool) {
 	st := Step{Fault: k, LockStep: g.oneOf(g.o.LockSteps...), For: TTLs(float64(1 + g.rng.IntN(2)))}
 	switch a {
 	case aimLease:
+		if slices.Contains(g.o.GrantSteps, st.LockStep) {
+			st.Clients, st.For = g.allClients(), g.nextGrant()
+			break
+		}
 		st.Client = Holder
 	case aimAny:
 		st.Clients = []int{g.rng.IntN(g.o.Clients)}

@@ -163,8 +163,8 @@ type needs struct {
 	controls cluster.Controls
 	// nodeClock: the data nodes run with the clock shim.
 	nodeClock bool
-	// replicated: a topology with replicas (replicated, or groups of a
-	// primary and a replica).
+	// replicated: a topology with replicas (replicated, groups of a
+	// primary and a replica, or a cluster whose shards have replicas).
 	replicated bool
 	// clients: the run has workload clients.
 	clients bool
@@ -176,9 +176,10 @@ type needs struct {
 
 func (n needs) check(s Setup) error {
 	switch {
-	case n.replicated && s.Topology.Kind != cluster.Replicated && s.Topology.Kind != cluster.Groups:
+	case n.replicated && s.Topology.Kind != cluster.Replicated && s.Topology.Kind != cluster.Groups &&
+		(s.Topology.Kind != cluster.RedisCluster || s.Topology.Replicas == 0):
 		return fmt.Errorf("topology %s has no replicas", s.Topology)
-	case n.links && s.Clients == 0 && s.Topology.Kind != cluster.Replicated:
+	case n.links && s.Clients == 0 && s.Topology.Kind != cluster.Replicated && s.Topology.Kind != cluster.RedisCluster:
 		return fmt.Errorf("topology %s without clients has no links to act on", s.Topology)
 	case n.clients && s.Clients == 0:
 		return errors.New("the run has no clients")

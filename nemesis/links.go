@@ -38,6 +38,14 @@ const (
 	// ShapeLinks: the named cluster links (cluster.Link names such as
 	// "c0->n1"; c<i> is client i).
 	ShapeLinks Shape = "links"
+	// ShapeSplit: Nodes and Clients (or the primary and the holder) on one
+	// side, everything else — the other nodes, the other clients and the
+	// Sentinels — on the other: the clients named reach only the nodes
+	// named, the others only the rest, and replication and Sentinels'
+	// links between the sides are cut. With Sentinels on the far side of
+	// the primary, they promote a replica there while the clients kept
+	// with the old primary go on using it (Jepsen's Redis split brain).
+	ShapeSplit Shape = "split"
 )
 
 // world is what link resolution needs to know about the cluster now.
@@ -106,6 +114,11 @@ func (w world) resolveLinks(c *compiled, t target) ([]string, error) {
 	case ShapeIsolate:
 		for _, n := range t.nodes {
 			out = append(out, w.fromEveryClient(n)...)
+			if w.topo.Kind == cluster.RedisCluster {
+				// Replication from it and the cluster bus into it; its own
+				// bus connections to the others share their proxies.
+				out = append(out, cluster.PeerLink(n), cluster.BusLink(n))
+			}
 			if w.topo.Kind == cluster.Replicated {
 				out = append(out, cluster.PeerLink(n))
 				for _, x := range w.topo.Nodes() {
@@ -146,6 +159,11 @@ func (w world) resolveLinks(c *compiled, t target) ([]string, error) {
 		}
 	case ShapeLinks:
 		out = slices.Clone(c.Links)
+	case ShapeSplit:
+		if w.clients > w.proxies {
+			return nil, fmt.Errorf("the run has %d clients but the cluster has proxies for %d", w.clients, w.proxies)
+		}
+		out = w.splitLinks(t.nodes, t.clients)
 	}
 	if len(out) == 0 {
 		return nil, errors.New("no links to act on")
@@ -178,6 +196,30 @@ func (r *runner) applyLinks(i int, t target) error {
 		return err
 	}
 	return nil
+}
+
+// splitLinks are the links ShapeSplit cuts between nodes and clients on
+// one side and everything else on the other.
+func (w world) splitLinks(nodes []string, clients []int) []string {
+	var out []string
+	far := without(w.topo.Nodes(), nodes)
+	for i := 0; i < w.clients; i++ {
+		if slices.Contains(clients, i) {
+			out = append(out, w.clientLinks(i, far)...)
+			out = append(out, w.clientLinks(i, w.topo.SentinelNames())...)
+		} else {
+			out = append(out, w.clientLinks(i, nodes)...)
+		}
+	}
+	if w.topo.Kind == cluster.Replicated {
+		for _, n := range nodes {
+			out = append(out, cluster.PeerLink(n))
+			for _, x := range far {
+				out = append(out, cluster.ReplicationLink(x, n), cluster.ReplicationLink(n, x))
+			}
+		}
+	}
+	return out
 }
 
 // describeLinks is the sentence of a link fault; w and links are empty
@@ -222,6 +264,9 @@ func describeLinks(c *compiled, w world, t target, links []string) string {
 			intRange(a), list(an), intRange(b), list(bn), c.dur, cutText(c))
 	case ShapeLinks:
 		what = "links " + list(links)
+	case ShapeSplit:
+		return fmt.Sprintf("split: %s and %s on one side, the other nodes, clients and Sentinels on the other, for %v (%s)",
+			nodes, clientsText(c, t.clients), c.dur, cutText(c))
 	}
 	if delay {
 		return fmt.Sprintf("delay %s by %v ± %v for %v%s", what, c.latency, c.jitter, c.dur, dirText(c.dir))
@@ -254,6 +299,8 @@ func linkTargets(c *compiled, w world, t target, links []string) []string {
 		return clientNames(t.clients)
 	case ShapeBridge:
 		return w.topo.Nodes()
+	case ShapeSplit:
+		return append(slices.Clone(t.nodes), clientNames(t.clients)...)
 	}
 	return slices.Clone(links)
 }
@@ -295,6 +342,9 @@ func (c *compiled) compileShape(s Setup) error {
 		}
 		return only("\"clients\" or \"client\"", !hasNodes && !hasLinks)
 	case ShapeReplication:
+		if s.Topology.Kind == cluster.RedisCluster {
+			return fmt.Errorf("in a Redis Cluster every replica of a shard replicates through its primary's peer link: cut \"links\": [\"peer->n1\"] (shape links), or a failover with \"cut_replication\"")
+		}
 		if s.Topology.Kind != cluster.Replicated {
 			return fmt.Errorf("topology %s has no replication links", s.Topology)
 		}
@@ -304,6 +354,17 @@ func (c *compiled) compileShape(s Setup) error {
 			return fmt.Errorf("a bridge needs at least 3 nodes and 2 clients, the setup has %d and %d", n, s.Clients)
 		}
 		return only("no targets (it splits all clients and nodes)", !hasNodes && !hasClients && !hasLinks)
+	case ShapeSplit:
+		if k := s.Topology.Kind; k != cluster.Replicated && k != cluster.Independent {
+			return fmt.Errorf("shape %q splits a replicated or an independent topology, not %s", c.shape, s.Topology)
+		}
+		if !hasNodes || !hasClients {
+			return fmt.Errorf("shape %q needs the nodes (\"nodes\" or \"node\") and the clients (\"clients\" or \"client\") of one side", c.shape)
+		}
+		if len(c.Nodes) >= len(s.Topology.Nodes()) || len(c.Clients) >= s.Clients {
+			return fmt.Errorf("shape %q needs nodes and clients on both sides", c.shape)
+		}
+		return only("\"nodes\" or \"node\", and \"clients\" or \"client\"", !hasLinks)
 	case ShapeLinks:
 		if !hasLinks {
 			return fmt.Errorf("shape %q needs \"links\"", c.shape)
@@ -313,7 +374,7 @@ func (c *compiled) compileShape(s Setup) error {
 		}
 		return checkLinks(c.Links, s)
 	}
-	return fmt.Errorf("unknown shape %q (nodes, isolate, client, replication, bridge or links)", c.shape)
+	return fmt.Errorf("unknown shape %q (nodes, isolate, client, replication, bridge, split or links)", c.shape)
 }
 
 // checkLinks checks explicit link names against the links the setup's

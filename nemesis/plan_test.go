@@ -214,6 +214,34 @@ func TestResolveLinks(t *testing.T) {
 	}
 }
 
+// TestSplitLinks: a split keeps the primary and the holder on one side and
+// cuts them from the replicas, the Sentinels and the other clients.
+func TestSplitLinks(t *testing.T) {
+	w := world{topo: cluster.Topology{Kind: cluster.Replicated, N: 2, Sentinels: true}, proxies: 3, clients: 3, primary: "p"}
+	c := &compiled{shape: ShapeSplit, Step: Step{Node: NodePrimary, Client: Holder}}
+	links, err := w.resolveLinks(c, target{nodes: []string{"p"}, clients: []int{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "c0->p,c1->r1,c1->r2,c1->s1,c1->s2,c1->s3,c2->p,peer->p,r1->p,p->r1,r2->p,p->r2"
+	if strings.Join(links, ",") != want {
+		t.Errorf("split links %v, want %s", links, want)
+	}
+	s := Setup{Topology: w.topo, Clients: 3}
+	for js, want := range map[string]string{
+		`{"at":"0s","fault":"partition","shape":"split","node":"primary","client":"holder","key":"k","trigger":"grant","for":"1s"}`: "",
+		`{"at":"0s","fault":"partition","shape":"split","nodes":["p"],"clients":[0],"for":"1s"}`:                                    "",
+		`{"at":"0s","fault":"partition","shape":"split","nodes":["p"],"for":"1s"}`:                                                  "needs the nodes",
+		`{"at":"0s","fault":"partition","shape":"split","nodes":["p","r1","r2"],"clients":[0],"for":"1s"}`:                          "on both sides",
+		`{"at":"0s","fault":"latency","shape":"split","nodes":["p"],"clients":[0],"latency":"5ms","for":"1s"}`:                      "a split is a partition shape",
+	} {
+		err := mustPlan(t, `{"steps":[`+js+`]}`).Validate(s)
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("%s: %v, want %q", js, err, want)
+		}
+	}
+}
+
 // TestGroupsFailover: a groups topology takes a promotion per group and
 // explicit cuts of its replication links.
 func TestGroupsFailover(t *testing.T) {
@@ -227,5 +255,50 @@ func TestGroupsFailover(t *testing.T) {
 	}
 	if err := p.Validate(s); err != nil {
 		t.Fatalf("a groups failover plan: %v", err)
+	}
+}
+
+// TestClusterFailoverRules: a Redis Cluster fails a shard over by kill or
+// CLUSTER FAILOVER, never by Sentinel or by hand, and needs to know which
+// shard.
+func TestClusterFailoverRules(t *testing.T) {
+	c31 := Setup{Topology: cluster.Topology{Kind: cluster.RedisCluster, N: 3, Replicas: 1}, Clients: 2}
+	c3 := Setup{Topology: cluster.Topology{Kind: cluster.RedisCluster, N: 3}, Clients: 2}
+	for _, tc := range []struct {
+		setup Setup
+		plan  string
+		want  string // "" valid
+	}{
+		{c31, `{"steps":[{"at":"0s","trigger":"grant","key":"tumbler:0","fault":"failover","via":"kill","cut_replication":true}]}`, ""},
+		{c31, `{"steps":[{"at":"1s","fault":"failover","via":"takeover","nodes":["n2r1"]}]}`, ""},
+		{c31, `{"steps":[{"at":"1s","fault":"failover","via":"force","nodes":["n1"]}]}`, ""},
+		{c31, `{"steps":[{"at":"1s","fault":"failover","via":"coordinated","nodes":["n3"]}]}`, ""},
+		{c31, `{"steps":[{"at":"1s","fault":"partition","links":["peer->n1","bus->n1"],"for":"1s"}]}`, ""},
+		{c31, `{"steps":[{"at":"1s","fault":"partition","shape":"isolate","nodes":["n1"],"for":"1s"}]}`, ""},
+		{c31, `{"steps":[{"at":"1s","fault":"failover","via":"sentinel","nodes":["n1"]}]}`, `via "sentinel" is not for a Redis Cluster`},
+		{c31, `{"steps":[{"at":"1s","fault":"failover","via":"promote","nodes":["n1r1"]}]}`, `via "promote" is not for a Redis Cluster`},
+		{c31, `{"steps":[{"at":"1s","fault":"failover","via":"kill"}]}`, `needs the shard to fail over`},
+		{c31, `{"steps":[{"at":"1s","fault":"failover","via":"kill","nodes":["n1","n2"]}]}`, `names 2 nodes`},
+		{c31, `{"steps":[{"at":"1s","fault":"failover","via":"kill","nodes":["n9"]}]}`, `no node "n9"`},
+		{c31, `{"steps":[{"at":"1s","fault":"partition","shape":"replication","for":"1s"}]}`, `peer->n1`},
+		{c3, `{"steps":[{"at":"1s","fault":"failover","via":"kill","nodes":["n1"]}]}`, `has no replicas`},
+		{Setup{Topology: cluster.Topology{Kind: cluster.Replicated, N: 1, Sentinels: true}, Clients: 1},
+			`{"steps":[{"at":"1s","fault":"failover","via":"takeover"}]}`, `via "takeover" is a Redis Cluster's CLUSTER FAILOVER`},
+	} {
+		p, err := ParsePlan([]byte(tc.plan))
+		if err == nil {
+			err = p.Validate(tc.setup)
+		}
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.plan, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want an error with %q", tc.plan, err, tc.want)
+		}
+	}
+	w := world{topo: c31.Topology, proxies: 2, clients: 2}
+	links, err := w.resolveLinks(&compiled{shape: ShapeIsolate}, target{nodes: []string{"n2"}})
+	if err != nil || strings.Join(links, ",") != "c0->n2,c1->n2,peer->n2,bus->n2" {
+		t.Errorf("isolate n2 in a cluster: %v, %v", links, err)
 	}
 }

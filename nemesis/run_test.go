@@ -461,3 +461,45 @@ func TestRunNodeSelectors(t *testing.T) {
 		t.Errorf("primary kill records: %v", ops)
 	}
 }
+
+// TestRunGroupsFailoverPromotesSeveral: a promotion of one replica per
+// group cuts each group's replication, waits for the grant, then promotes
+// the replicas one after the other; a second node of one group is refused.
+func TestRunGroupsFailoverPromotesSeveral(t *testing.T) {
+	noLeak(t)
+	f := newFakeCluster(t, "groups:5", 1)
+	o := newFakeOracle()
+	s := newSink()
+	plan := mustPlan(t, `{"steps":[
+		{"at":"0s","trigger":"grant","key":"k","fault":"failover","via":"promote","nodes":["n1r","n2r","n4r"],"cut_replication":true}
+	]}`)
+	done := make(chan error, 1)
+	go func() { done <- Run(context.Background(), plan, fakeEnv(f, nil, o), s) }()
+	start := s.wait(t, history.Start, "f1", 2*time.Second)
+	<-o.waiting
+	if got := f.Calls(); !slices.Equal(got, []string{"cut blackhole both n1r->n1,n2r->n2,n4r->n4"}) {
+		t.Errorf("before the grant: %v", got)
+	}
+	o.grants <- 0
+	s.wait(t, history.Stop, "f1", 5*time.Second)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"cut blackhole both n1r->n1,n2r->n2,n4r->n4", "promote n1r", "promote n2r", "promote n4r", "heal n1r->n1,n2r->n2,n4r->n4"}
+	if got := f.Calls(); !slices.Equal(got, want) {
+		t.Errorf("calls %v, want %v", got, want)
+	}
+	if !strings.HasPrefix(start.Fault.Desc, "cut replication n1r->n1, n2r->n2, n4r->n4 (blackhole)") {
+		t.Errorf("desc %q", start.Fault.Desc)
+	}
+	for _, tc := range []struct{ topo, nodes, want string }{
+		{"groups:5", `["n1r","n1"]`, "names group n1 twice"},
+		{"replicated:2", `["r1","r2"]`, "needs the one replica to promote"},
+	} {
+		tp, _ := cluster.ParseTopology(tc.topo)
+		p := mustPlan(t, `{"steps":[{"at":"0s","fault":"failover","via":"promote","nodes":`+tc.nodes+`}]}`)
+		if err := p.Validate(Setup{Topology: tp, Clients: 2}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s promote %s: %v, want %q", tc.topo, tc.nodes, err, tc.want)
+		}
+	}
+}

@@ -159,11 +159,13 @@ func (a Adhoc) Plan() (Plan, error) {
 		return Plan{}, bad("thread-wait-time", "%v is negative", a.ThreadWaitTime)
 	}
 	p.Lock = LockPlan{
-		Variant: a.Lock, Inner: a.Inner, WaitReplicas: a.WaitReplicas,
-		WaitTimeout: nemesis.Fixed(a.WaitTimeout), NodeTimeout: nemesis.Fixed(a.NodeTimeout),
-		DriftFactor: a.DriftFactor, SetNXOnExtend: a.SetNXOnExtend,
-		ReadTimeout: nemesis.Fixed(a.ReadTimeout), Permits: a.Permits,
-		ThreadWaitTime: nemesis.Fixed(a.ThreadWaitTime), Discovery: a.Discovery,
+		Options: variants.Options{
+			Variant: a.Lock, Inner: a.Inner, WaitReplicas: a.WaitReplicas,
+			WaitTimeout: nemesis.Fixed(a.WaitTimeout), NodeTimeout: nemesis.Fixed(a.NodeTimeout),
+			DriftFactor: a.DriftFactor, SetNXOnExtend: a.SetNXOnExtend, Permits: a.Permits,
+			ThreadWaitTime: nemesis.Fixed(a.ThreadWaitTime),
+		},
+		ReadTimeout: nemesis.Fixed(a.ReadTimeout), Discovery: a.Discovery,
 	}
 	if p.Name == "" {
 		p.Name = "adhoc-" + a.Lock
@@ -268,7 +270,7 @@ func (a Adhoc) Plan() (Plan, error) {
 		// Half the clients count down, the others wait; rounds of 4 TTLs,
 		// count-downs within the first TTL and a half of each.
 		n := max(1, a.Clients/2)
-		w.Latch = &LatchPlan{Count: n, Counters: n, Round: nemesis.Fixed(4 * a.TTL)}
+		w.Latch = &workloads.LatchSpec{Count: n, Counters: n, Round: nemesis.Fixed(4 * a.TTL)}
 		if a.Hold == adhocHold {
 			w.Hold = Range{nemesis.Fixed(0), nemesis.Fixed(a.TTL * 3 / 2)}
 		}
@@ -278,7 +280,7 @@ func (a Adhoc) Plan() (Plan, error) {
 	}
 	w.AcquireTimeout = nemesis.Fixed(a.AcquireTimeout)
 
-	if p.Faults, err = a.faults(p, info.AllNodes); err != nil {
+	if p.Faults, err = a.faults(p); err != nil {
 		return Plan{}, err
 	}
 	p = p.withDefaults()
@@ -317,9 +319,8 @@ func (a Adhoc) givenZero() error {
 	return nil
 }
 
-// faults generates the schedule from the fault kinds and the seed;
-// quorum says the lock takes a majority of independent masters.
-func (a Adhoc) faults(p Plan, quorum bool) ([]nemesis.Step, error) {
+// faults generates the schedule from the fault kinds and the seed.
+func (a Adhoc) faults(p Plan) ([]nemesis.Step, error) {
 	if a.NemesisInterval < 0 {
 		return nil, fmt.Errorf("%w: --nemesis-interval: %v is negative", ErrPlan, a.NemesisInterval)
 	}
@@ -343,7 +344,7 @@ func (a Adhoc) faults(p Plan, quorum bool) ([]nemesis.Step, error) {
 		}
 		mix = append(mix, nemesis.Kind(k))
 	}
-	steps, err := p.drawFaults(Draw{Kinds: mix, Interval: a.NemesisInterval, Concurrency: concurrency}, quorum)
+	steps, err := p.drawFaults(Draw{Kinds: mix, Interval: a.NemesisInterval, Concurrency: concurrency})
 	if err != nil {
 		var empty errNoFaultFits
 		if errors.As(err, &empty) {

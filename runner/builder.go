@@ -70,6 +70,8 @@ func buildClientLocks(raw json.RawMessage) (workloads.Factory, func() error, err
 		for _, addr := range cl.View.AddrList() {
 			clients = append(clients, lock.NewClient(addr, tweak, login.Apply))
 		}
+	case cl.View.Cluster:
+		clients = append(clients, clusterClient(cl.View, login, tweak))
 	case len(cl.View.Sentinels) > 0 && cl.Discovery != DiscoveryFixed:
 		clients = append(clients, failoverClient(cl.View, login, tweak))
 	default:
@@ -103,3 +105,36 @@ func failoverClient(v cluster.ClientView, login access.Login, tweak func(*redis.
 	fo.DialerRetries = o.DialerRetries
 	return redis.NewFailoverClient(fo)
 }
+
+// clusterClient is a go-redis cluster client seeded with the client's own
+// proxies, routing every address the nodes announce through them, with
+// lock.NewClient's settings. It follows no redirection and retries
+// nothing (MaxRedirects −1): a MOVED or ASK reply fails the command as a
+// definite refusal and reloads the slot map, and a lost reply stays an
+// unknown outcome instead of being sent again to another node. The slot
+// map is also reloaded every clusterReload, which is how a client learns
+// of a failover whose old primary no longer answers.
+func clusterClient(v cluster.ClientView, login access.Login, tweak func(*redis.Options)) *redis.ClusterClient {
+	base := lock.NewClient("", tweak)
+	defer base.Close()
+	o := base.Options()
+	co := &redis.ClusterOptions{
+		Addrs:                      v.AddrList(),
+		Dialer:                     v.Dialer(login.TLS),
+		MaxRedirects:               -1,
+		MaxRetries:                 o.MaxRetries,
+		DialTimeout:                o.DialTimeout,
+		ReadTimeout:                o.ReadTimeout,
+		WriteTimeout:               o.WriteTimeout,
+		PoolSize:                   o.PoolSize,
+		DisableIdentity:            o.DisableIdentity,
+		Protocol:                   o.Protocol,
+		DialerRetries:              o.DialerRetries,
+		ClusterStateReloadInterval: clusterReload,
+	}
+	login.ApplyCluster(co)
+	return redis.NewClusterClient(co)
+}
+
+// clusterReload is how often a cluster client reloads its slot map.
+const clusterReload = 250 * time.Millisecond

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -21,6 +22,9 @@ type Draw struct {
 	Concurrency int
 }
 
+// defaultLivenessK is checker.Config's LivenessK when a plan gives none.
+const defaultLivenessK = 3
+
 // errNoFaultFits: the time limit leaves no room for a single fault.
 type errNoFaultFits struct{ limit time.Duration }
 
@@ -36,11 +40,11 @@ func (e errNoFaultFits) Error() string {
 func (p Plan) WithDrawnFaults(seed int64, d Draw) (Plan, error) {
 	p = p.withDefaults()
 	p.Seed = seed
-	info, err := variants.Lookup(p.Lock.Variant)
-	if err != nil {
+	if _, err := variants.Lookup(p.Lock.Variant); err != nil {
 		return Plan{}, fmt.Errorf("%w: lock: %w", ErrPlan, err)
 	}
-	if p.Faults, err = p.drawFaults(d, info.AllNodes); err != nil {
+	var err error
+	if p.Faults, err = p.drawFaults(d); err != nil {
 		return Plan{}, fmt.Errorf("%w: faults: %w", ErrPlan, err)
 	}
 	if err := p.Validate(); err != nil {
@@ -49,11 +53,22 @@ func (p Plan) WithDrawnFaults(seed int64, d Draw) (Plan, error) {
 	return p, nil
 }
 
-// drawFaults draws the schedule; quorum says the lock takes a majority of
-// independent masters.
-func (p Plan) drawFaults(d Draw, quorum bool) ([]nemesis.Step, error) {
+// drawFaults draws the schedule for the plan's lock: a lock on all nodes
+// takes a majority of independent masters, and the steps it reports are
+// where step faults may stop a client.
+func (p Plan) drawFaults(d Draw) ([]nemesis.Step, error) {
 	if len(d.Kinds) == 0 {
 		return nil, fmt.Errorf("no fault kinds to draw from")
+	}
+	info, err := variants.Lookup(p.Lock.Variant)
+	if err != nil {
+		return nil, err
+	}
+	if info.Name == "watchdog" {
+		// The watchdog reports the steps of the variant it wraps.
+		if in, err := variants.Lookup(cmp.Or(p.Lock.Inner, "single")); err == nil {
+			info.Steps = in.Steps
+		}
 	}
 	if d.Concurrency == 0 {
 		d.Concurrency = nemesis.DefaultConcurrency
@@ -67,21 +82,48 @@ func (p Plan) drawFaults(d Draw, quorum bool) ([]nemesis.Step, error) {
 		return nil, err
 	}
 	setup.NodeClock = slices.ContainsFunc(d.Kinds, nemesis.Kind.NeedsNodeClock)
-	// The workload's own steps exist whatever the lock; the variants do
-	// not list theirs (a plan file can name one).
-	steps := []string{workloads.StepAfterAcquire, workloads.StepBeforeRelease}
+	// The lock's own steps, where its sources warn, and the workload's,
+	// which exist whatever the lock. A client reaches the lock's acquiring
+	// steps and the workload's after-acquire on its way to a grant.
+	var steps, grant []string
+	for _, s := range info.Steps {
+		steps = append(steps, s.Name)
+		if s.Acquiring {
+			grant = append(grant, s.Name)
+		}
+	}
+	steps = append(steps, workloads.StepAfterAcquire, workloads.StepBeforeRelease)
+	grant = append(grant, workloads.StepAfterAcquire)
 	if cfg.Kind != workloads.Mutex {
 		steps = append(steps, workloads.StepBeforeWrite)
 	}
 	limit := p.span(p.TimeLimit)
+	// A quiet end long enough for the liveness checker to see a key
+	// nobody can take (more than K TTLs, counted from a TTL after the
+	// last fault), where it costs no more than a quarter of the run.
+	var quiet time.Duration
+	if q := time.Duration((cmp.Or(p.Check.LivenessK, defaultLivenessK) + 2) * float64(p.ttl())); q <= limit/4 {
+		quiet = q
+	}
+	// A latch grants nothing (its clients count down and wait): there is
+	// no grant to wait for and no holder to aim at, so its faults are
+	// drawn unaimed.
+	// Its waiters that never pass show only in a quiet end, so every latch
+	// plan leaves one.
+	key := cfg.Key(0)
+	latch := p.lockKind() == variants.KindLatch
+	if latch {
+		key = ""
+	}
 	np, err := nemesis.Generate(p.Seed, d.Kinds, nemesis.GenOptions{
-		Setup: setup, TTL: p.ttl(), TimeLimit: limit, Interval: d.Interval,
+		Setup: setup, TTL: p.ttl(), TimeLimit: limit, Quiet: quiet, QuietAlways: latch, Interval: d.Interval,
 		Concurrency: d.Concurrency,
 		// The contended key: faults aim at its holder and its lease.
-		Key:       cfg.Key(0),
-		LockSteps: steps,
-		Hold:      cfg.Hold,
-		Quorum:    quorum && p.Topology.Kind == cluster.Independent,
+		Key:        key,
+		LockSteps:  steps,
+		GrantSteps: grant,
+		Hold:       p.Workload.Hold.Resolve(p.ttl()),
+		Quorum:     info.AllNodes && (p.Topology.Kind == cluster.Independent || p.Topology.Kind == cluster.Groups),
 		// A persistence the plan fixes is not overridden by the faults.
 		Persistence: p.Persistence,
 	})

@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -10,11 +11,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/tumbler-dev/tumbler/access"
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/cluster"
-	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/lock/variants"
 	"github.com/tumbler-dev/tumbler/nemesis"
 	"github.com/tumbler-dev/tumbler/spans"
@@ -58,9 +60,10 @@ type Plan struct {
 	Access *access.Config `json:"access,omitempty"`
 
 	// TTL of the lock: an absolute span.
-	TTL      Span         `json:"ttl"`
-	Lock     LockPlan     `json:"lock"`
-	Workload WorkloadPlan `json:"workload"`
+	TTL  Span     `json:"ttl"`
+	Lock LockPlan `json:"lock"`
+	// Workload is what the clients do (declared in package workloads).
+	Workload workloads.Options `json:"workload"`
 	// TimeLimit: how long clients start new operations.
 	TimeLimit Span `json:"time_limit"`
 	// Faults is the nemesis schedule, times from the start of the workload.
@@ -68,25 +71,14 @@ type Plan struct {
 	Check  CheckPlan      `json:"check,omitzero"`
 }
 
-// LockPlan is the lock under test.
+// LockPlan is the lock under test: the lock's own options
+// (variants.Options, declared there once and embedded here, so their JSON
+// names are the plan's) and what only the run uses.
 type LockPlan struct {
-	// Variant is one of variants.Names().
-	Variant string `json:"variant"`
-	// Inner is the variant a watchdog wraps (default single).
-	Inner         string   `json:"inner,omitempty"`
-	WaitReplicas  int      `json:"wait_replicas,omitempty"`
-	WaitTimeout   Span     `json:"wait_timeout,omitzero"`
-	NodeTimeout   Span     `json:"node_timeout,omitzero"`
-	DriftFactor   *float64 `json:"drift_factor,omitempty"`
-	SetNXOnExtend bool     `json:"setnx_on_extend,omitempty"`
+	variants.Options
 	// ReadTimeout of every client's Redis connections (default 1 s): a
 	// reply slower than this is an unknown outcome.
 	ReadTimeout Span `json:"read_timeout,omitzero"`
-	// Permits a semaphore is set up with (semaphore and
-	// permit-expirable-semaphore; default 2).
-	Permits int `json:"permits,omitempty"`
-	// ThreadWaitTime is the fair lock's threadWaitTime (default 5s).
-	ThreadWaitTime Span `json:"thread_wait_time,omitzero"`
 	// ClientTTL, when set, is each client's own lease, by client number,
 	// instead of ttl (Redisson callers pass a lease per call: a read-write
 	// lock's readers with different leases are Redisson #2144). The
@@ -118,54 +110,6 @@ var harnessDirectives = []string{"port", "tls-port", "bind", "dir", "logfile", "
 
 // Range is a range of spans, [min, max] in JSON (package spans).
 type Range = spans.Range
-
-// WorkloadPlan is what the clients do.
-type WorkloadPlan struct {
-	Kind    workloads.Kind `json:"kind"`
-	Mode    workloads.Mode `json:"mode,omitempty"` // default workloads.DefaultMode (process)
-	Clients int            `json:"clients"`
-	Keys    int            `json:"keys,omitempty"` // default 1
-	Hold    Range          `json:"hold"`
-	Think   Range          `json:"think,omitzero"`
-	// Retry: "try" (one attempt per cycle) or "wait" (retry every
-	// RetryDelay plus up to RetryJitter until AcquireTimeout; by default
-	// 5 ms plus up to 20 ms).
-	Retry          string `json:"retry,omitempty"`
-	RetryDelay     Span   `json:"retry_delay,omitzero"`
-	RetryJitter    Span   `json:"retry_jitter,omitzero"`
-	AcquireTimeout Span   `json:"acquire_timeout,omitzero"`
-	OpTimeout      Span   `json:"op_timeout,omitzero"`
-	CheckValidity  bool   `json:"check_validity,omitempty"`
-	ObeyLost       bool   `json:"obey_lost,omitempty"`
-	ExtendEvery    Span   `json:"extend_every,omitzero"`
-	Nest           int    `json:"nest,omitempty"`
-	// ReadFraction is the share of a read-write lock's cycles that take
-	// its read lock (default 0.75); read cycles only hold.
-	ReadFraction *float64 `json:"read_fraction,omitempty"`
-	// ClientReadFraction, when set, is each client's own read_fraction, by
-	// client number (1: a client that only reads; 0: one that only writes).
-	ClientReadFraction []float64 `json:"client_read_fraction,omitempty"`
-	// Latch is the latch workload's shape.
-	Latch *LatchPlan `json:"latch,omitempty"`
-	// InitEachCycle: clients set a semaphore up before every acquire
-	// (Redisson's examples call trySetPermits before acquire).
-	InitEachCycle bool `json:"init_each_cycle,omitempty"`
-	// Crash makes clients crash at a lock step with a probability.
-	Crash        *workloads.CrashSpec `json:"crash,omitempty"`
-	RestartDelay Span                 `json:"restart_delay,omitzero"`
-	ClockOffset  Span                 `json:"clock_offset,omitzero"`
-	Rate         float64              `json:"rate,omitempty"`
-	MaxOps       int                  `json:"max_ops,omitempty"`
-}
-
-// LatchPlan is the latch workload (workloads.LatchSpec): rounds of Round,
-// each with its own latch set to Count, counted down by clients
-// 0..Counters−1 and awaited by the others.
-type LatchPlan struct {
-	Count    int  `json:"count"`
-	Counters int  `json:"counters"`
-	Round    Span `json:"round"`
-}
 
 // defaultReadFraction is a read-write lock's share of read cycles.
 const defaultReadFraction = 0.75
@@ -295,12 +239,30 @@ func ParsePlan(b []byte, name string) (Plan, error) {
 	dec.DisallowUnknownFields()
 	var p Plan
 	if err := dec.Decode(&p); err != nil {
-		return Plan{}, fmt.Errorf("%w: %s: %w", ErrPlan, name, err)
+		return Plan{}, fmt.Errorf("%w: %s: %w", ErrPlan, name, fieldError(err))
 	}
 	if dec.More() {
 		return Plan{}, fmt.Errorf("%w: %s: trailing data after the plan", ErrPlan, name)
 	}
 	return p, nil
+}
+
+// fieldError names the plan field of a JSON type error by its path in the
+// plan ("lock.permits"), without the Go types the plan is made of: the
+// lock's and the workload's options are embedded structs, whose Go names
+// encoding/json would put in the path.
+func fieldError(err error) error {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) || te.Field == "" {
+		return err
+	}
+	var path []string
+	for _, seg := range strings.Split(te.Field, ".") {
+		if r, _ := utf8.DecodeRuneInString(seg); !unicode.IsUpper(r) {
+			path = append(path, seg)
+		}
+	}
+	return fmt.Errorf("json: cannot unmarshal %s into plan field %s of type %s", te.Value, strings.Join(path, "."), te.Type)
 }
 
 // JSON renders the plan indented, as plan.json holds it.
@@ -332,7 +294,7 @@ func (p Plan) withDefaults() Plan {
 		p.Workload.Keys = 1
 	}
 	if p.Workload.Retry == "" {
-		p.Workload.Retry = "wait"
+		p.Workload.Retry = workloads.RetryWait
 	}
 	if p.Workload.Nest == 0 {
 		p.Workload.Nest = 1
@@ -353,9 +315,7 @@ func (p Plan) withDefaults() Plan {
 
 // lockKind is the kind of the plan's lock (KindLock when it is unknown:
 // Validate says so).
-func (p Plan) lockKind() variants.Kind {
-	return variants.Spec{Variant: p.Lock.Variant}.Kind()
-}
+func (p Plan) lockKind() variants.Kind { return p.Lock.Kind() }
 
 // Validate checks the plan as far as it can without starting anything.
 func (p Plan) Validate() error {
@@ -419,8 +379,12 @@ func (p Plan) Validate() error {
 	if p.Topology.Kind == cluster.Groups && !spec.AllNodes() {
 		return bad("topology %s is for locks over independent masters (redlock, redsync, multi, redisson-redlock), not %s", p.Topology, spec.Variant)
 	}
-	if spec.WaitReplicas > 0 && (p.Topology.Kind != cluster.Replicated || spec.WaitReplicas > p.Topology.N) {
-		return bad("lock wait_replicas %d needs a replicated topology with at least that many replicas, not %s", spec.WaitReplicas, p.Topology)
+	if spec.WaitReplicas > 0 && !(p.Topology.Kind == cluster.Replicated && spec.WaitReplicas <= p.Topology.N) &&
+		!(p.Topology.Kind == cluster.RedisCluster && spec.WaitReplicas <= p.Topology.Replicas) {
+		return bad("lock wait_replicas %d needs a replicated topology, or a cluster with shards, with at least that many replicas, not %s", spec.WaitReplicas, p.Topology)
+	}
+	if p.Topology.Kind == cluster.RedisCluster && spec.CrossSlot() {
+		return bad("lock %s touches keys in different hash slots in one script, which a Redis Cluster (topology %s) refuses with CROSSSLOT", spec.Variant, p.Topology)
 	}
 	if spec.Variant == "redlock" && len(p.Topology.Masters())%2 == 0 {
 		return bad("lock redlock needs an odd number of masters, topology %s has %d", p.Topology, len(p.Topology.Masters()))
@@ -429,9 +393,6 @@ func (p Plan) Validate() error {
 		return bad("%v", err)
 	}
 	w := p.Workload
-	if w.Retry != "try" && w.Retry != "wait" {
-		return bad("workload retry %q unknown (valid: try, wait)", w.Retry)
-	}
 	if w.Nest > 1 && spec.Variant != "reentrant" {
 		return bad("workload nest %d needs the reentrant lock, not %s", w.Nest, spec.Variant)
 	}
@@ -558,20 +519,14 @@ func sortedKeys(m map[string]string) []string {
 	return out
 }
 
-// lockSpec is the plan's lock as variants build it.
+// lockSpec is the plan's lock as variants build it, its spans resolved
+// against the plan's TTL.
 func (p Plan) lockSpec() variants.Spec {
-	l := p.Lock
-	return variants.Spec{
-		Variant: l.Variant, TTL: p.ttl(), Inner: l.Inner,
-		WaitReplicas: l.WaitReplicas, WaitTimeout: p.span(l.WaitTimeout),
-		NodeTimeout: p.span(l.NodeTimeout), DriftFactor: l.DriftFactor,
-		SetNXOnExtend: l.SetNXOnExtend, Permits: l.Permits,
-		ThreadWaitTime: p.span(l.ThreadWaitTime),
-	}
+	return variants.Spec{Options: p.Lock.Options.Resolve(p.ttl()), TTL: p.ttl()}
 }
 
 // clientLockSpec is client i's lock: the plan's, with the client's own
-// lease when ClientTTL gives one.
+// lease when ClientTTL gives one (the other durations stay the plan's).
 func (p Plan) clientLockSpec(i int) variants.Spec {
 	s := p.lockSpec()
 	if i < len(p.Lock.ClientTTL) {
@@ -591,40 +546,10 @@ func (p Plan) readTimeout() time.Duration {
 // are the clients' lock specs (nil when only validating).
 func (p Plan) workloadConfig(specs []json.RawMessage) (workloads.Config, error) {
 	p = p.withDefaults()
-	w := p.Workload
 	c := workloads.Config{
-		Kind: w.Kind, Mode: w.Mode, Clients: w.Clients, Keys: w.Keys,
-		Lock:           workloads.LockSpec{Builder: BuilderName, PerClient: specs},
-		AcquireTimeout: p.span(w.AcquireTimeout), OpTimeout: p.span(w.OpTimeout),
-		Hold:          w.Hold.Resolve(p.ttl()),
-		Think:         w.Think.Resolve(p.ttl()),
-		CheckValidity: w.CheckValidity, ObeyLost: w.ObeyLost, Crash: w.Crash,
-		ExtendEvery: p.span(w.ExtendEvery), Nest: w.Nest,
-		RestartDelay: p.span(w.RestartDelay), ClockOffset: p.span(w.ClockOffset),
-		Rate: w.Rate, TimeLimit: p.span(p.TimeLimit), MaxOps: w.MaxOps,
-		Seed: uint64(p.Seed),
-	}
-	if w.ReadFraction != nil {
-		c.ReadFraction = *w.ReadFraction
-	}
-	c.InitEachCycle = w.InitEachCycle
-	c.ClientReadFraction = w.ClientReadFraction
-	if l := w.Latch; l != nil {
-		c.Latch = &workloads.LatchSpec{Count: l.Count, Counters: l.Counters, Round: p.span(l.Round)}
-	}
-	if w.Retry == "try" {
-		s := lock.TryOnce()
-		c.Retry = &s
-	} else {
-		// Redlock's advice: retry after a random delay, or clients that
-		// split the free nodes between them retry in lockstep and split
-		// them again (seen: a second majority delayed by 1.3 s).
-		delay, jitter := p.span(w.RetryDelay), p.span(w.RetryJitter)
-		if delay == 0 && jitter == 0 {
-			delay, jitter = 5*time.Millisecond, 20*time.Millisecond
-		}
-		s := lock.Wait(delay, jitter)
-		c.Retry = &s
+		Options: p.Workload, TTL: p.ttl(),
+		Lock:      workloads.LockSpec{Builder: BuilderName, PerClient: specs},
+		TimeLimit: p.span(p.TimeLimit), Seed: uint64(p.Seed),
 	}
 	if specs == nil {
 		c.Lock.Spec = json.RawMessage(`{}`)

@@ -81,3 +81,68 @@ func TestByteSize(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterPlanRules: a Redis Cluster takes one-node locks whose keys
+// share a slot, WAIT up to its replicas per shard, and no Redlock.
+func TestClusterPlanRules(t *testing.T) {
+	plan := func(lock string) string {
+		return `{"seed":1,"topology":"cluster:3+1","ttl":"2s","lock":` + lock +
+			`,"workload":{"kind":"fenced-write","clients":2,"hold":["0.1ttl","0.2ttl"]},"time_limit":"2s"}`
+	}
+	for lock, want := range map[string]string{
+		`{"variant":"single"}`: "",
+		`{"variant":"single","wait_replicas":1,"wait_timeout":"100ms"}`: "",
+		`{"variant":"reentrant"}`:                                       "",
+		`{"variant":"watchdog","inner":"fenced"}`:                       "CROSSSLOT",
+		`{"variant":"fenced"}`:                                          "CROSSSLOT",
+		`{"variant":"single","wait_replicas":2,"wait_timeout":"100ms"}`: "at least that many replicas",
+		`{"variant":"redlock"}`:                                         "needs independent masters",
+	} {
+		p, err := ParsePlan([]byte(plan(lock)), "cluster.json")
+		if err == nil {
+			err = p.Validate()
+		}
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: %v", lock, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("%s: %v, want an error with %q", lock, err, want)
+		}
+	}
+}
+
+// A field of the lock's or the workload's options (embedded from
+// lock/variants and workloads) with the wrong JSON type is named by its path
+// in the plan, without the Go types the plan is made of.
+func TestPlanFieldTypeError(t *testing.T) {
+	base := string(basePlan(t, "types").JSON())
+	for _, tc := range []struct{ old, new, want string }{
+		{`"variant": "single"`, `"variant": "single", "permits": "two"`, "plan field lock.permits of type int"},
+		{`"clients": 3`, `"clients": "three"`, "plan field workload.clients of type int"},
+		{`"seed": 1`, `"seed": "one"`, "plan field seed of type int64"},
+	} {
+		raw := strings.Replace(base, tc.old, tc.new, 1)
+		if raw == base {
+			t.Fatalf("%s is not in the plan:\n%s", tc.old, base)
+		}
+		_, err := ParsePlan([]byte(raw), "p.json")
+		if !errors.Is(err, ErrPlan) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "Options") {
+			t.Errorf("%s: error %v, want one naming %q", tc.new, err, tc.want)
+		}
+	}
+}
+
+// Relative spans of the lock's options resolve against the plan's TTL, also
+// for a client with its own lease.
+func TestClientLockSpecResolvesAgainstPlanTTL(t *testing.T) {
+	p := basePlan(t, "client-ttl")
+	p.Lock.Variant, p.Lock.NodeTimeout = "rwlock", span(t, "0.1ttl")
+	p.Workload.Clients = 2
+	p.Lock.ClientTTL = []Span{span(t, "1s"), span(t, "3s")}
+	for i, ttl := range []time.Duration{time.Second, 3 * time.Second} {
+		s := p.clientLockSpec(i)
+		if s.TTL != ttl || s.NodeTimeout.Relative() || s.NodeTimeout.Resolve(s.TTL) != 100*time.Millisecond {
+			t.Errorf("client %d: spec TTL %v, node_timeout %v: want %v and 100ms", i, s.TTL, s.NodeTimeout, ttl)
+		}
+	}
+}

@@ -61,6 +61,9 @@ func (p Plan) params() []reports.Param {
 	} else if w.ReadFraction != nil {
 		knobs = append(knobs, fmt.Sprintf("%.0f%% read cycles", 100**w.ReadFraction))
 	}
+	if w.ClientStart != nil {
+		knobs = append(knobs, fmt.Sprintf("start by client %v", w.ClientStart))
+	}
 	if l := w.Latch; l != nil {
 		knobs = append(knobs, fmt.Sprintf("latch rounds of %s: count %d, %d counters", l.Round, l.Count, l.Counters))
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/lock/variants"
 	"github.com/tumbler-dev/tumbler/nemesis"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
@@ -38,8 +39,8 @@ func basePlan(t testing.TB, name string) Plan {
 	}
 	return Plan{
 		Name: name, Seed: 1, Topology: topo, TTL: span(t, "1s"),
-		Lock: LockPlan{Variant: "single"},
-		Workload: WorkloadPlan{
+		Lock: LockPlan{Options: variants.Options{Variant: "single"}},
+		Workload: workloads.Options{
 			Kind: workloads.FencedWrite, Clients: 3,
 			Hold: Range{span(t, "0.3ttl"), span(t, "0.6ttl")},
 		},
@@ -108,7 +109,7 @@ func TestRestartEmptyDoubleGrant(t *testing.T) {
 // while the paused one still "holds" it.
 func TestClientPauseStopsWatchdog(t *testing.T) {
 	p := basePlan(t, "client-pause")
-	p.Lock = LockPlan{Variant: "watchdog", Inner: "single"}
+	p.Lock = LockPlan{Options: variants.Options{Variant: "watchdog", Inner: "single"}}
 	p.Workload.Hold = Range{span(t, "3ttl"), span(t, "3ttl")}
 	p.Workload.AcquireTimeout = span(t, "4s")
 	p.TimeLimit = span(t, "5s")

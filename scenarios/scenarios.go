@@ -90,6 +90,7 @@ var tableOrder = []string{
 	"redisson-redlock-replicated-failover", "semaphore-baseline", "semaphore-failover",
 	"permit-expirable-semaphore-gc-pause", "latch-baseline", "latch-failover",
 	"single-failover-fixed", "single-failover-wait-fixed", "sentinel-split-brain", "sentinel-split-brain-min-replicas",
+	"cluster-failover", "cluster-failover-wait",
 }
 
 // All returns every catalog row in the catalog's order.

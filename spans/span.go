@@ -2,7 +2,8 @@
 // is absolute ("750ms") or a multiple of the lock's TTL ("0.5ttl") and is
 // written back as it was read; a Range is a closed interval of spans
 // ("hold": ["0.5ttl", "0.8ttl"]) a value is drawn from uniformly. The plan,
-// the nemesis schedule and the workload configuration all use these types.
+// the nemesis schedule, the lock options (lock/variants) and the workload
+// options all use these types.
 package spans
 
 import (

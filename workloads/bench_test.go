@@ -31,8 +31,13 @@ func (discard) Record(op history.Op) (history.Op, error) { return op, nil }
 func BenchmarkRecording(b *testing.B) {
 	srv := redistest.Start(b, 1)[0]
 	cfg := workloads.Config{
-		Mode: workloads.InProcess,
-		Kind: workloads.Mutex, Clients: 16, Keys: 256, KeyPrefix: "bench:",
+		Options: workloads.Options{
+			Mode:    workloads.InProcess,
+			Kind:    workloads.Mutex,
+			Clients: 16,
+			Keys:    256,
+		},
+		KeyPrefix: "bench:",
 		Lock:      workloads.LockSpec{Builder: testBuilder, Spec: spec(b, testSpec{Addr: srv.Addr, TTL: 10 * time.Second})},
 		TimeLimit: 500 * time.Millisecond,
 	}

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/checker"
-	"github.com/tumbler-dev/tumbler/lock"
+	"github.com/tumbler-dev/tumbler/spans"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
 
@@ -21,7 +21,7 @@ func TestHistoriesMeetCheckerContract(t *testing.T) {
 				cfg := mutexConfig(e, t, mode)
 				cfg.Kind, cfg.Keys = kind, 1
 				cfg.Lock.Spec = spec(t, testSpec{Addr: e.addr, TTL: ttl, Variant: "watchdog", Inner: "fenced"})
-				cfg.Retry = &lock.Strategy{Delay: time.Millisecond, Jitter: 2 * time.Millisecond}
+				cfg.Retry, cfg.RetryDelay, cfg.RetryJitter = workloads.RetryWait, spans.Fixed(time.Millisecond), spans.Fixed(2*time.Millisecond)
 				cfg.TimeLimit = 500 * time.Millisecond
 				run(t, cfg, e.harness(t, kind == workloads.FencedWrite))
 				res, err := checker.Check(e.rec.snapshot(), checker.Config{

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/tumbler-dev/tumbler/lock"
@@ -40,9 +42,9 @@ var kinds = []Kind{Mutex, FencedWrite, Counter, Latch}
 // clients 0..Counters−1 each count it down once, after a Hold draw, and
 // every other client waits on it (await) until nine tenths of the round.
 type LatchSpec struct {
-	Count    int           `json:"count"`
-	Counters int           `json:"counters"`
-	Round    time.Duration `json:"round"`
+	Count    int        `json:"count"`
+	Counters int        `json:"counters"`
+	Round    spans.Span `json:"round"`
 }
 
 // Mode says where clients run.
@@ -109,31 +111,35 @@ type CrashSpec struct {
 	Limit int `json:"limit,omitempty"`
 }
 
-// Config describes a workload run. It is plain data (JSON) so that it can
-// travel to worker processes and be stored in a plan; durations are
-// time.Duration, nanoseconds in JSON.
-type Config struct {
+// Options are what the clients do, declared once: a plan's "workload"
+// section is Options (runner.Plan.Workload), so their JSON names are the
+// plan's, and a Config carries them to the workload with what the harness
+// adds. Durations are spans.Span and ranges spans.Range: absolute
+// ("750ms") or multiples of the lock's TTL ("0.5ttl"), resolved against
+// Config.TTL.
+type Options struct {
 	Kind    Kind `json:"kind"`
 	Mode    Mode `json:"mode,omitempty"` // default DefaultMode
 	Clients int  `json:"clients"`
-	// Keys contended for; key i is KeyPrefix + i. Each cycle picks one at random.
-	Keys      int      `json:"keys"`
-	KeyPrefix string   `json:"key_prefix,omitempty"` // default "tumbler:"
-	Lock      LockSpec `json:"lock"`
-
-	// Retry, when set, overrides the variant's acquire strategy: TryOnce
-	// or Wait(delay, jitter).
-	Retry *lock.Strategy `json:"retry,omitempty"`
-	// AcquireTimeout bounds one Acquire call (default 1 s).
-	AcquireTimeout time.Duration `json:"acquire_timeout,omitempty"`
-	// OpTimeout bounds a release and a resource request (default 1 s).
-	OpTimeout time.Duration `json:"op_timeout,omitempty"`
+	// Keys contended for (a plan's default is 1); key i is KeyPrefix + i.
+	// Each cycle picks one at random.
+	Keys int `json:"keys,omitempty"`
 	// Hold is how long a client keeps the lock (for Counter: between its
 	// read and its write).
 	Hold spans.Range `json:"hold"`
 	// Think is the pause between two cycles of a client.
-	Think spans.Range `json:"think"`
-
+	Think spans.Range `json:"think,omitzero"`
+	// Retry is how an acquire retries: RetryTry (one attempt per cycle) or
+	// RetryWait (retry every RetryDelay plus up to RetryJitter until
+	// AcquireTimeout; by default 5 ms plus up to 20 ms). Empty keeps the
+	// variant's own strategy (a plan's default is RetryWait).
+	Retry       string     `json:"retry,omitempty"`
+	RetryDelay  spans.Span `json:"retry_delay,omitzero"`
+	RetryJitter spans.Span `json:"retry_jitter,omitzero"`
+	// AcquireTimeout bounds one Acquire call (default 1 s).
+	AcquireTimeout spans.Span `json:"acquire_timeout,omitzero"`
+	// OpTimeout bounds a release and a resource request (default 1 s).
+	OpTimeout spans.Span `json:"op_timeout,omitzero"`
 	// CheckValidity: before acting on the resource, a client that sees its
 	// lease's ValidUntil passed gives the critical section up.
 	CheckValidity bool `json:"check_validity,omitempty"`
@@ -149,7 +155,7 @@ type Config struct {
 	// on to release. Meant for locks without a watchdog: a watchdog's own
 	// renewals of the same lease would share the client's extend records.
 	// Client extends do not count towards MaxOps or Rate.
-	ExtendEvery time.Duration `json:"extend_every,omitempty"`
+	ExtendEvery spans.Span `json:"extend_every,omitzero"`
 	// Nest is how many times a cycle acquires its key before the critical
 	// section: nested holds of a reentrant lock, each acquire recorded, then
 	// as many releases after it, innermost first (default 1). The workload
@@ -162,32 +168,57 @@ type Config struct {
 	// ReadFraction is the share of cycles a client takes a read-write
 	// lock's read lock, in [0, 1]; the others take its write lock. A read
 	// cycle only holds: readers must not change the resource. Ignored by
-	// other locks.
-	ReadFraction float64 `json:"read_fraction,omitempty"`
+	// other locks; unset is 0 here (a plan's default is 0.75).
+	ReadFraction *float64 `json:"read_fraction,omitempty"`
 	// ClientReadFraction, when set, is each client's own ReadFraction, by
-	// client number (a client that only reads, one that only writes).
+	// client number (1: a client that only reads; 0: one that only writes).
 	ClientReadFraction []float64 `json:"client_read_fraction,omitempty"`
+	// ClientStart, when set, is each client's start, by client number: how
+	// long after the run's start it begins its first cycle (a client that
+	// crashes and comes back does not wait again). Staggered starts fix
+	// who arrives first where a row's failure needs an order, as Jepsen's
+	// stagger does; without them the clients start together.
+	ClientStart []spans.Span `json:"client_start,omitempty"`
 	// Latch is the latch workload's shape (Kind Latch only).
 	Latch *LatchSpec `json:"latch,omitempty"`
 	// InitEachCycle: a client sets a semaphore up (trySetPermits) before
 	// every acquire, as Redisson's examples do — it is a no-op while the
 	// semaphore exists — instead of once when it first uses it.
-	InitEachCycle bool       `json:"init_each_cycle,omitempty"`
-	Crash         *CrashSpec `json:"crash,omitempty"`
+	InitEachCycle bool `json:"init_each_cycle,omitempty"`
+	// Crash makes clients crash at a lock step with a probability.
+	Crash *CrashSpec `json:"crash,omitempty"`
 	// RestartDelay is how long a crashed client stays down.
-	RestartDelay time.Duration `json:"restart_delay,omitempty"`
+	RestartDelay spans.Span `json:"restart_delay,omitzero"`
 	// ClockOffset is every client's initial wall-clock offset (read only by
 	// the timestamp recipes through lock.Options.WallClock).
-	ClockOffset time.Duration `json:"clock_offset,omitempty"`
-
+	ClockOffset spans.Span `json:"clock_offset,omitzero"`
 	// Rate limits each client to this many operations per second (0: no limit).
 	Rate float64 `json:"rate,omitempty"`
-	// TimeLimit: no cycle starts after it; required.
-	TimeLimit time.Duration `json:"time_limit"`
 	// MaxOps bounds the operations (acquire, release, read, write invokes)
 	// each client issues; a client checks it before each cycle, so it may
 	// exceed it by one cycle. 0: no count limit.
 	MaxOps int `json:"max_ops,omitempty"`
+}
+
+// The retry strategies (Options.Retry).
+const (
+	RetryTry  = "try"
+	RetryWait = "wait"
+)
+
+// Config describes a workload run: the Options, and what the harness adds
+// (the lock's TTL, the keys' prefix, how clients build their locks, the
+// time limit, the seed). It is plain data (JSON) so that it can travel to
+// worker processes.
+type Config struct {
+	Options
+	// TTL is the lock's TTL, against which the Options' relative spans
+	// resolve (0 when they are all absolute).
+	TTL       time.Duration `json:"ttl,omitempty"`
+	KeyPrefix string        `json:"key_prefix,omitempty"` // default "tumbler:"
+	Lock      LockSpec      `json:"lock"`
+	// TimeLimit: no cycle starts after it; required.
+	TimeLimit time.Duration `json:"time_limit"`
 	// Seed makes the draws of hold and think times, keys and crashes
 	// repeatable (per client process); timing still depends on the machine.
 	Seed uint64 `json:"seed,omitempty"`
@@ -207,11 +238,11 @@ func (c Config) withDefaults() Config {
 	if c.KeyPrefix == "" {
 		c.KeyPrefix = DefaultKeyPrefix
 	}
-	if c.AcquireTimeout == 0 {
-		c.AcquireTimeout = time.Second
+	if c.AcquireTimeout.IsZero() {
+		c.AcquireTimeout = spans.Fixed(time.Second)
 	}
-	if c.OpTimeout == 0 {
-		c.OpTimeout = time.Second
+	if c.OpTimeout.IsZero() {
+		c.OpTimeout = spans.Fixed(time.Second)
 	}
 	if c.Nest == 0 {
 		c.Nest = 1
@@ -231,8 +262,8 @@ func (c Config) Validate() error {
 	default:
 		bad("unknown workload kind %q (want one of %v)", c.Kind, kinds)
 	}
-	if c.ReadFraction < 0 || c.ReadFraction > 1 {
-		bad("read_fraction = %v, want in [0, 1]", c.ReadFraction)
+	if f := c.ReadFraction; f != nil && (*f < 0 || *f > 1) {
+		bad("read_fraction = %v, want in [0, 1]", *f)
 	}
 	if n := len(c.ClientReadFraction); n > 0 && n != c.Clients {
 		bad("client_read_fraction has %d fractions for %d clients", n, c.Clients)
@@ -240,6 +271,14 @@ func (c Config) Validate() error {
 	for i, f := range c.ClientReadFraction {
 		if f < 0 || f > 1 {
 			bad("client_read_fraction[%d] = %v, want in [0, 1]", i, f)
+		}
+	}
+	if n := len(c.ClientStart); n > 0 && n != c.Clients {
+		bad("client_start has %d starts for %d clients", n, c.Clients)
+	}
+	for i, d := range c.ClientStart {
+		if at := c.span(d); at < 0 || c.TimeLimit > 0 && at >= c.TimeLimit {
+			bad("client_start[%d] = %v, want ≥ 0 and before the time limit %v", i, at, c.TimeLimit)
 		}
 	}
 	switch l := c.Latch; {
@@ -254,10 +293,10 @@ func (c Config) Validate() error {
 		if l.Counters < 1 || l.Counters >= c.Clients {
 			bad("latch.counters = %d, want 1..%d (at least one client must wait)", l.Counters, c.Clients-1)
 		}
-		if l.Round <= 0 {
-			bad("latch.round = %v, want > 0", l.Round)
-		} else if _, hi := c.Hold.Durations(); hi > l.Round*6/10 {
-			bad("hold max %v is over 0.6 of latch.round %v: count-downs must end well inside their round", hi, l.Round)
+		if round := c.span(l.Round); round <= 0 {
+			bad("latch.round = %v, want > 0", round)
+		} else if _, hi := c.hold().Durations(); hi > round*6/10 {
+			bad("hold max %v is over 0.6 of latch.round %v: count-downs must end well inside their round", hi, round)
 		}
 	}
 	switch c.Mode {
@@ -279,31 +318,40 @@ func (c Config) Validate() error {
 	if n := len(c.Lock.PerClient); n != 0 && n != c.Clients {
 		bad("lock.per_client has %d specs for %d clients", n, c.Clients)
 	}
-	if c.Retry != nil {
-		s := *c.Retry
-		if s.Attempts < 0 || s.Delay < 0 || s.Jitter < 0 {
-			bad("retry %+v has a negative field", s)
-		} else if s.Attempts == 0 && s.Delay == 0 && s.Jitter == 0 {
-			bad("retry waits with no delay between attempts: a busy loop against Redis")
+	switch c.Retry {
+	case "", RetryTry, RetryWait:
+	default:
+		bad("retry %q unknown (valid: %s, %s)", c.Retry, RetryTry, RetryWait)
+	}
+	notNegative := func(name string, d time.Duration) {
+		if d < 0 {
+			bad("%s = %v, want ≥ 0", name, d)
 		}
 	}
+	notNegative("retry_delay", c.span(c.RetryDelay))
+	notNegative("retry_jitter", c.span(c.RetryJitter))
 	positive := func(name string, d time.Duration) {
 		if d <= 0 {
 			bad("%s = %v, want > 0", name, d)
 		}
 	}
-	positive("acquire_timeout", c.AcquireTimeout)
-	positive("op_timeout", c.OpTimeout)
+	positive("acquire_timeout", c.span(c.AcquireTimeout))
+	positive("op_timeout", c.span(c.OpTimeout))
 	positive("time_limit (every workload is bounded in time)", c.TimeLimit)
+	if c.TTL < 0 {
+		bad("ttl = %v, want ≥ 0", c.TTL)
+	}
+	if c.TTL <= 0 {
+		rel := c.relativeSpans()
+		for _, name := range slices.Sorted(maps.Keys(rel)) {
+			bad("%s %s is relative to the lock's TTL, but the config has no ttl", name, rel[name])
+		}
+	}
 	for _, r := range []struct {
 		name string
 		r    spans.Range
-	}{{"hold", c.Hold}, {"think", c.Think}} {
-		lo, hi := r.r.Durations()
-		switch {
-		case r.r.Relative():
-			bad("%s range %s is relative to a TTL: resolve it first (spans.Range.Resolve)", r.name, r.r)
-		case lo < 0 || hi < lo:
+	}{{"hold", c.hold()}, {"think", c.think()}} {
+		if lo, hi := r.r.Durations(); lo < 0 || hi < lo {
 			bad("%s range [%v, %v] is invalid (want 0 ≤ min ≤ max)", r.name, lo, hi)
 		}
 	}
@@ -318,15 +366,13 @@ func (c Config) Validate() error {
 			bad("crash.limit = %d, want ≥ 0", c.Crash.Limit)
 		}
 	}
-	if c.ExtendEvery < 0 {
-		bad("extend_every = %v, want ≥ 0 (0: the client does not extend)", c.ExtendEvery)
+	if d := c.span(c.ExtendEvery); d < 0 {
+		bad("extend_every = %v, want ≥ 0 (0: the client does not extend)", d)
 	}
 	if c.Nest < 1 || c.Nest > maxNest {
 		bad("nest = %d, want 1..%d nested acquires", c.Nest, maxNest)
 	}
-	if c.RestartDelay < 0 {
-		bad("restart_delay = %v, want ≥ 0", c.RestartDelay)
-	}
+	notNegative("restart_delay", c.span(c.RestartDelay))
 	if c.Rate < 0 {
 		bad("rate = %v ops/s, want ≥ 0", c.Rate)
 	}
@@ -347,7 +393,70 @@ func (c Config) readFraction(i int) float64 {
 	if i < len(c.ClientReadFraction) {
 		return c.ClientReadFraction[i]
 	}
-	return c.ReadFraction
+	if c.ReadFraction != nil {
+		return *c.ReadFraction
+	}
+	return 0
+}
+
+// startOf is how long after the run's start client i begins.
+func (c Config) startOf(i int) time.Duration {
+	if i < len(c.ClientStart) {
+		return c.span(c.ClientStart[i])
+	}
+	return 0
+}
+
+// span is d under the config's TTL.
+func (c Config) span(d spans.Span) time.Duration { return d.Resolve(c.TTL) }
+
+// hold and think are the ranges under the config's TTL.
+func (c Config) hold() spans.Range  { return c.Hold.Resolve(c.TTL) }
+func (c Config) think() spans.Range { return c.Think.Resolve(c.TTL) }
+
+// relativeSpans are the Options' spans that are multiples of the TTL, by
+// name.
+func (c Config) relativeSpans() map[string]fmt.Stringer {
+	out := map[string]fmt.Stringer{}
+	for name, r := range map[string]spans.Range{"hold": c.Hold, "think": c.Think} {
+		if r.Relative() {
+			out[name+" range"] = r
+		}
+	}
+	all := map[string]spans.Span{"retry_delay": c.RetryDelay, "retry_jitter": c.RetryJitter,
+		"acquire_timeout": c.AcquireTimeout, "op_timeout": c.OpTimeout, "extend_every": c.ExtendEvery,
+		"restart_delay": c.RestartDelay, "clock_offset": c.ClockOffset}
+	if c.Latch != nil {
+		all["latch.round"] = c.Latch.Round
+	}
+	for i, d := range c.ClientStart {
+		all[fmt.Sprintf("client_start[%d]", i)] = d
+	}
+	for name, s := range all {
+		if s.Relative() {
+			out[name] = s
+		}
+	}
+	return out
+}
+
+// retry is the acquire strategy Retry names, and whether it names one
+// (empty: the variant's own).
+func (c Config) retry() (lock.Strategy, bool) {
+	switch c.Retry {
+	case RetryTry:
+		return lock.TryOnce(), true
+	case RetryWait:
+		// Redlock's advice: retry after a random delay, or clients that
+		// split the free nodes between them retry in lockstep and split
+		// them again (seen: a second majority delayed by 1.3 s).
+		delay, jitter := c.span(c.RetryDelay), c.span(c.RetryJitter)
+		if delay == 0 && jitter == 0 {
+			delay, jitter = 5*time.Millisecond, 20*time.Millisecond
+		}
+		return lock.Wait(delay, jitter), true
+	}
+	return lock.Strategy{}, false
 }
 
 // spec returns client i's lock spec.
@@ -361,10 +470,10 @@ func (c Config) spec(i int) json.RawMessage {
 // grace bounds how long a cycle started before the time limit may run on.
 func (c Config) grace() time.Duration {
 	n := time.Duration(c.Nest)
-	_, holdMax := c.Hold.Durations()
-	g := n*c.AcquireTimeout + holdMax + (n+2)*c.OpTimeout + time.Second
+	_, holdMax := c.hold().Durations()
+	g := n*c.span(c.AcquireTimeout) + holdMax + (n+2)*c.span(c.OpTimeout) + time.Second
 	if c.Latch != nil {
-		g += c.Latch.Round // the last round may start just before the limit
+		g += c.span(c.Latch.Round) // the last round may start just before the limit
 	}
 	return g
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/history"
-	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/lock/recipes"
 	"github.com/tumbler-dev/tumbler/spans"
 	"github.com/tumbler-dev/tumbler/workloads"
@@ -29,10 +28,16 @@ func TestPauseStopsWorker(t *testing.T) {
 	e := newEnv(t)
 	const ttl = 600 * time.Millisecond
 	cfg := workloads.Config{
-		Kind: workloads.Mutex, Mode: workloads.Processes, Clients: 1, Keys: 1, KeyPrefix: "wl:" + t.Name() + ":",
+		Options: workloads.Options{
+			Kind:     workloads.Mutex,
+			Mode:     workloads.Processes,
+			Clients:  1,
+			Keys:     1,
+			Hold:     spans.Between(4*time.Second, 4*time.Second),
+			ObeyLost: true,
+		},
+		KeyPrefix: "wl:" + t.Name() + ":",
 		Lock:      workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: ttl, Variant: "watchdog"})},
-		Hold:      spans.Between(4*time.Second, 4*time.Second),
-		ObeyLost:  true,
 		TimeLimit: time.Second,
 	}
 	w := start(t, cfg, e.harness(t, false))
@@ -101,15 +106,11 @@ func TestCrashAtStep(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {
 			e := newEnv(t)
-			cfg := workloads.Config{
-				Kind: workloads.Mutex, Mode: mode, Clients: 1, Keys: 1, KeyPrefix: "wl:" + t.Name() + ":",
-				Lock:         workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: 400 * time.Millisecond})},
-				Retry:        &lock.Strategy{Delay: 20 * time.Millisecond},
+			cfg := e.waitingMutex(t, mode, 1, 400*time.Millisecond, 1200*time.Millisecond, workloads.Options{
 				Hold:         spans.Between(5*time.Millisecond, 5*time.Millisecond),
 				Crash:        &workloads.CrashSpec{Step: workloads.StepAfterAcquire, Probability: 1, Limit: 1},
-				RestartDelay: 50 * time.Millisecond,
-				TimeLimit:    1200 * time.Millisecond,
-			}
+				RestartDelay: spans.Fixed(50 * time.Millisecond),
+			})
 			stats := run(t, cfg, e.harness(t, false))
 			ops := e.rec.snapshot()
 			checkWellFormed(t, ops, 1, e.clock.Now())
@@ -150,14 +151,10 @@ func TestKillClosesOpenInvokes(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {
 			e := newEnv(t)
-			cfg := workloads.Config{
-				Kind: workloads.Mutex, Mode: mode, Clients: 2, Keys: 1, KeyPrefix: "wl:" + t.Name() + ":",
-				Lock:           workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: 5 * time.Second})},
-				Retry:          &lock.Strategy{Delay: 20 * time.Millisecond},
-				AcquireTimeout: 3 * time.Second,
+			cfg := e.waitingMutex(t, mode, 2, 5*time.Second, 1200*time.Millisecond, workloads.Options{
+				AcquireTimeout: spans.Fixed(3 * time.Second),
 				Hold:           spans.Between(1500*time.Millisecond, 1500*time.Millisecond),
-				TimeLimit:      1200 * time.Millisecond,
-			}
+			})
 			w := start(t, cfg, e.harness(t, false))
 			holder := e.rec.waitFor(t, "ok acquire", 5*time.Second, isOK(history.Acquire))
 			waiter := 1 - holder.Client
@@ -220,6 +217,33 @@ func TestMaxOpsAndRate(t *testing.T) {
 	}
 }
 
+// TestClientStart: a client with a start begins its first cycle no earlier
+// than that after the run's start; the others start at once.
+func TestClientStart(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(string(mode), func(t *testing.T) {
+			e := newEnv(t)
+			cfg := mutexConfig(e, t, mode)
+			cfg.Clients, cfg.TimeLimit = 2, 1500*time.Millisecond
+			cfg.ClientStart = []spans.Span{spans.Fixed(0), spans.Fixed(600 * time.Millisecond)}
+			begin := e.clock.Now()
+			run(t, cfg, e.harness(t, false))
+			first := map[int]int64{}
+			for _, op := range e.rec.snapshot() {
+				if _, seen := first[op.Client]; !seen && op.Type == history.Invoke {
+					first[op.Client] = op.Time - begin
+				}
+			}
+			if got := time.Duration(first[1]); got < 600*time.Millisecond {
+				t.Fatalf("client 1 started at %v, before its start 600ms", got)
+			}
+			if got := time.Duration(first[0]); got >= 600*time.Millisecond {
+				t.Fatalf("client 0 (start 0) began only at %v", got)
+			}
+		})
+	}
+}
+
 func TestTimeLimit(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {
@@ -249,14 +273,10 @@ func TestCancelReleasesHeldLock(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {
 			e := newEnv(t)
-			cfg := workloads.Config{
-				Kind: workloads.Mutex, Mode: mode, Clients: 2, Keys: 1, KeyPrefix: "wl:" + t.Name() + ":",
-				Lock:           workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: 20 * time.Second})},
-				Retry:          &lock.Strategy{Delay: 20 * time.Millisecond},
-				AcquireTimeout: 20 * time.Second,
+			cfg := e.waitingMutex(t, mode, 2, 20*time.Second, 20*time.Second, workloads.Options{
+				AcquireTimeout: spans.Fixed(20 * time.Second),
 				Hold:           spans.Between(20*time.Second, 20*time.Second),
-				TimeLimit:      20 * time.Second,
-			}
+			})
 			ctx, cancel := context.WithCancel(testCtx(t))
 			w, err := workloads.Start(ctx, cfg, e.harness(t, false))
 			if err != nil {
@@ -311,7 +331,7 @@ func TestClockOffsetReachesClient(t *testing.T) {
 			cfg.Clients, cfg.TimeLimit = 1, 3*time.Second
 			cfg.Lock.Spec = spec(t, testSpec{Addr: e.addr, TTL: time.Second, WallValue: true})
 			cfg.Think = spans.Between(10*time.Millisecond, 10*time.Millisecond)
-			cfg.ClockOffset = -2 * time.Hour
+			cfg.ClockOffset = spans.Fixed(-2 * time.Hour)
 			w := start(t, cfg, e.harness(t, false))
 			first := e.rec.waitFor(t, "ok acquire", 5*time.Second, isOK(history.Acquire))
 			if d := time.Until(wallOf(t, first)); d > -time.Hour-50*time.Minute || d < -2*time.Hour-10*time.Minute {
@@ -338,12 +358,26 @@ func TestClockOffsetReachesClient(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	good := workloads.Config{
-		Mode: workloads.InProcess,
-		Kind: workloads.Mutex, Clients: 1, Keys: 1, TimeLimit: time.Second,
-		Lock: workloads.LockSpec{Builder: testBuilder},
+		Options: workloads.Options{
+			Mode:    workloads.InProcess,
+			Kind:    workloads.Mutex,
+			Clients: 1,
+			Keys:    1,
+		},
+		TimeLimit: time.Second,
+		Lock:      workloads.LockSpec{Builder: testBuilder},
 	}
 	if err := good.Validate(); err != nil {
 		t.Fatalf("good config: %v", err)
+	}
+	relative := good
+	relative.TTL, relative.OpTimeout, relative.Hold = time.Second, spans.TTLs(0.5), spans.Range{spans.TTLs(0.2), spans.TTLs(0.4)}
+	if err := relative.Validate(); err != nil {
+		t.Fatalf("spans relative to the config's ttl: %v", err)
+	}
+	relative.Hold = spans.Range{spans.TTLs(0.4), spans.TTLs(0.2)}
+	if err := relative.Validate(); err == nil || !strings.Contains(err.Error(), "hold range [400ms, 200ms] is invalid") {
+		t.Fatalf("an inverted relative hold: Validate = %v, want it named with its resolved ends", err)
 	}
 	cases := []struct {
 		name string
@@ -358,19 +392,23 @@ func TestConfigErrors(t *testing.T) {
 		{"no builder", func(c *workloads.Config) { c.Lock.Builder = "" }, "lock.builder is missing"},
 		{"unknown builder", func(c *workloads.Config) { c.Lock.Builder = "nope" }, `"nope" is not registered`},
 		{"per client", func(c *workloads.Config) { c.Lock.PerClient = make([]json.RawMessage, 2) }, "2 specs for 1 clients"},
-		{"busy retry", func(c *workloads.Config) { c.Retry = &lock.Strategy{} }, "busy loop"},
-		{"negative retry", func(c *workloads.Config) { c.Retry = &lock.Strategy{Delay: -1} }, "negative"},
+		{"unknown retry", func(c *workloads.Config) { c.Retry = "spin" }, `retry "spin" unknown`},
+		{"negative retry", func(c *workloads.Config) { c.Retry, c.RetryDelay = workloads.RetryWait, spans.Fixed(-1) }, "retry_delay = -1ns"},
+		{"relative without ttl", func(c *workloads.Config) { c.OpTimeout = spans.TTLs(0.5) }, "op_timeout 0.5ttl is relative to the lock's TTL"},
 		{"no time limit", func(c *workloads.Config) { c.TimeLimit = 0 }, "time_limit"},
 		{"hold", func(c *workloads.Config) { c.Hold = spans.Between(2, 1) }, "hold range"},
 		{"think", func(c *workloads.Config) { c.Think = spans.Between(-1, 0) }, "think range"},
 		{"crash step", func(c *workloads.Config) { c.Crash = &workloads.CrashSpec{Probability: 1} }, "crash.step is empty"},
 		{"crash probability", func(c *workloads.Config) { c.Crash = &workloads.CrashSpec{Step: "x"} }, "crash.probability"},
-		{"restart", func(c *workloads.Config) { c.RestartDelay = -1 }, "restart_delay"},
+		{"restart", func(c *workloads.Config) { c.RestartDelay = spans.Fixed(-1) }, "restart_delay"},
 		{"rate", func(c *workloads.Config) { c.Rate = -1 }, "rate"},
 		{"max ops", func(c *workloads.Config) { c.MaxOps = -1 }, "max_ops"},
-		{"acquire timeout", func(c *workloads.Config) { c.AcquireTimeout = -1 }, "acquire_timeout"},
-		{"extend every", func(c *workloads.Config) { c.ExtendEvery = -1 }, "extend_every"},
+		{"acquire timeout", func(c *workloads.Config) { c.AcquireTimeout = spans.Fixed(-1) }, "acquire_timeout"},
+		{"extend every", func(c *workloads.Config) { c.ExtendEvery = spans.Fixed(-1) }, "extend_every"},
 		{"nest", func(c *workloads.Config) { c.Nest = -1 }, "nest = -1"},
+		{"client start count", func(c *workloads.Config) { c.ClientStart = make([]spans.Span, 2) }, "client_start has 2 starts for 1 clients"},
+		{"client start negative", func(c *workloads.Config) { c.ClientStart = []spans.Span{spans.Fixed(-1)} }, "client_start[0] = -1ns"},
+		{"client start late", func(c *workloads.Config) { c.ClientStart = []spans.Span{spans.Fixed(time.Second)} }, "before the time limit"},
 		{"deep nest", func(c *workloads.Config) { c.Nest = 1000 }, "nest = 1000"},
 	}
 	for _, tc := range cases {
@@ -412,8 +450,14 @@ func TestBadLockSpecFailsRun(t *testing.T) {
 		t.Run(string(mode), func(t *testing.T) {
 			clock, rec := history.NewClock(), &memRecorder{}
 			cfg := workloads.Config{
-				Kind: workloads.Mutex, Mode: mode, Clients: 2, Keys: 1, TimeLimit: 5 * time.Second,
-				Lock: workloads.LockSpec{Builder: testBuilder, Spec: json.RawMessage(`{"ttl": 1000000}`)},
+				Options: workloads.Options{
+					Kind:    workloads.Mutex,
+					Mode:    mode,
+					Clients: 2,
+					Keys:    1,
+				},
+				TimeLimit: 5 * time.Second,
+				Lock:      workloads.LockSpec{Builder: testBuilder, Spec: json.RawMessage(`{"ttl": 1000000}`)},
 			}
 			_, err := workloads.Run(testCtx(t), cfg, workloads.Harness{Clock: clock, Recorder: rec, WorkerLog: testLog{t}})
 			if err == nil || !strings.Contains(err.Error(), "no addr") {
@@ -434,13 +478,20 @@ func TestRenewalsRecorded(t *testing.T) {
 		t.Run(string(mode), func(t *testing.T) {
 			e := newEnv(t)
 			cfg := workloads.Config{
-				Kind: workloads.FencedWrite, Mode: mode, Clients: 2, Keys: 1, KeyPrefix: "wl:" + t.Name() + ":",
-				Lock:          workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: 300 * time.Millisecond, Variant: "watchdog", Inner: "fenced"})},
-				Retry:         &lock.Strategy{Delay: 10 * time.Millisecond},
-				Hold:          spans.Between(500*time.Millisecond, 500*time.Millisecond),
-				CheckValidity: true,
-				ObeyLost:      true,
-				TimeLimit:     900 * time.Millisecond,
+				Options: workloads.Options{
+					Kind:          workloads.FencedWrite,
+					Mode:          mode,
+					Clients:       2,
+					Keys:          1,
+					Retry:         workloads.RetryWait,
+					RetryDelay:    spans.Fixed(10 * time.Millisecond),
+					Hold:          spans.Between(500*time.Millisecond, 500*time.Millisecond),
+					CheckValidity: true,
+					ObeyLost:      true,
+				},
+				KeyPrefix: "wl:" + t.Name() + ":",
+				Lock:      workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: 300 * time.Millisecond, Variant: "watchdog", Inner: "fenced"})},
+				TimeLimit: 900 * time.Millisecond,
 			}
 			run(t, cfg, e.harness(t, true))
 			ops := e.rec.snapshot()
@@ -481,13 +532,19 @@ func TestCrashInsideRecipe(t *testing.T) {
 		t.Run(string(mode), func(t *testing.T) {
 			e := newEnv(t)
 			cfg := workloads.Config{
-				Kind: workloads.Mutex, Mode: mode, Clients: 1, Keys: 1, KeyPrefix: "wl:" + t.Name() + ":",
-				Lock:         workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: 200 * time.Millisecond, Variant: recipes.NameSetNXExpire})},
-				Hold:         spans.Between(time.Millisecond, time.Millisecond),
-				Think:        spans.Between(20*time.Millisecond, 20*time.Millisecond),
-				Crash:        &workloads.CrashSpec{Step: recipes.StepAfterSetNX, Probability: 1, Limit: 1},
-				RestartDelay: 50 * time.Millisecond,
-				TimeLimit:    800 * time.Millisecond,
+				Options: workloads.Options{
+					Kind:         workloads.Mutex,
+					Mode:         mode,
+					Clients:      1,
+					Keys:         1,
+					Hold:         spans.Between(time.Millisecond, time.Millisecond),
+					Think:        spans.Between(20*time.Millisecond, 20*time.Millisecond),
+					Crash:        &workloads.CrashSpec{Step: recipes.StepAfterSetNX, Probability: 1, Limit: 1},
+					RestartDelay: spans.Fixed(50 * time.Millisecond),
+				},
+				KeyPrefix: "wl:" + t.Name() + ":",
+				Lock:      workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: 200 * time.Millisecond, Variant: recipes.NameSetNXExpire})},
+				TimeLimit: 800 * time.Millisecond,
 			}
 			stats := run(t, cfg, e.harness(t, false))
 			ops := e.rec.snapshot()

@@ -7,7 +7,6 @@ import (
 
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/history"
-	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/spans"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
@@ -18,11 +17,18 @@ func kindConfig(e *env, t *testing.T, s testSpec) workloads.Config {
 		s.TTL = 2 * time.Second
 	}
 	return workloads.Config{
-		Kind: workloads.Mutex, Mode: workloads.InProcess, Clients: 4, Keys: 1,
+		Options: workloads.Options{
+			Kind:        workloads.Mutex,
+			Mode:        workloads.InProcess,
+			Clients:     4,
+			Keys:        1,
+			Retry:       workloads.RetryWait,
+			RetryDelay:  spans.Fixed(time.Millisecond),
+			RetryJitter: spans.Fixed(2 * time.Millisecond),
+			Hold:        spans.Between(2*time.Millisecond, 6*time.Millisecond),
+		},
 		KeyPrefix: "wl:" + t.Name() + ":",
 		Lock:      workloads.LockSpec{Builder: testBuilder, Spec: spec(t, s)},
-		Retry:     &lock.Strategy{Delay: time.Millisecond, Jitter: 2 * time.Millisecond},
-		Hold:      spans.Between(2*time.Millisecond, 6*time.Millisecond),
 		TimeLimit: 800 * time.Millisecond,
 		Seed:      1,
 	}
@@ -47,7 +53,7 @@ func checkOps(t *testing.T, ops []history.Op, cfg checker.Config) *checker.Resul
 func TestReadWriteCycles(t *testing.T) {
 	e := newEnv(t)
 	cfg := kindConfig(e, t, testSpec{Variant: "rwlock"})
-	cfg.ReadFraction = 0.7
+	cfg.ReadFraction = ptr(0.7)
 	run(t, cfg, e.harness(t, false))
 	ops := e.rec.snapshot()
 	checkWellFormed(t, ops, cfg.Clients, e.clock.Now())
@@ -141,7 +147,7 @@ func TestLatchRounds(t *testing.T) {
 	cfg := kindConfig(e, t, testSpec{Variant: "latch"})
 	cfg.Kind = workloads.Latch
 	cfg.Clients = 5
-	cfg.Latch = &workloads.LatchSpec{Count: 2, Counters: 2, Round: 300 * time.Millisecond}
+	cfg.Latch = &workloads.LatchSpec{Count: 2, Counters: 2, Round: spans.Fixed(300 * time.Millisecond)}
 	cfg.Hold = spans.Between(10*time.Millisecond, 80*time.Millisecond)
 	cfg.TimeLimit = 900 * time.Millisecond
 	run(t, cfg, workloads.Harness{Clock: e.clock, Recorder: e.rec})
@@ -163,23 +169,33 @@ func TestLatchRounds(t *testing.T) {
 }
 
 func TestKindConfigErrors(t *testing.T) {
-	base := workloads.Config{Mode: workloads.InProcess, Kind: workloads.Latch, Clients: 3, Keys: 1, TimeLimit: time.Second,
-		Lock: workloads.LockSpec{Builder: testBuilder}}
+	base := workloads.Config{
+		Options: workloads.Options{
+			Mode:    workloads.InProcess,
+			Kind:    workloads.Latch,
+			Clients: 3,
+			Keys:    1,
+		},
+		TimeLimit: time.Second,
+		Lock:      workloads.LockSpec{Builder: testBuilder},
+	}
 	for _, tc := range []struct {
 		mod  func(*workloads.Config)
 		want string
 	}{
 		{func(c *workloads.Config) {}, "the latch workload needs latch"},
-		{func(c *workloads.Config) { c.Latch = &workloads.LatchSpec{Count: 1, Counters: 3, Round: time.Second} }, "latch.counters = 3, want 1..2"},
 		{func(c *workloads.Config) {
-			c.Latch = &workloads.LatchSpec{Count: 1, Counters: 1, Round: time.Second}
+			c.Latch = &workloads.LatchSpec{Count: 1, Counters: 3, Round: spans.Fixed(time.Second)}
+		}, "latch.counters = 3, want 1..2"},
+		{func(c *workloads.Config) {
+			c.Latch = &workloads.LatchSpec{Count: 1, Counters: 1, Round: spans.Fixed(time.Second)}
 			c.Hold[1] = spans.Fixed(time.Second)
 		}, "hold max 1s is over 0.6"},
 		{func(c *workloads.Config) {
 			c.Kind = workloads.Mutex
-			c.Latch = &workloads.LatchSpec{Count: 1, Counters: 1, Round: time.Second}
+			c.Latch = &workloads.LatchSpec{Count: 1, Counters: 1, Round: spans.Fixed(time.Second)}
 		}, "latch applies only to the latch workload"},
-		{func(c *workloads.Config) { c.Kind, c.ReadFraction = workloads.Mutex, 1.5 }, "read_fraction = 1.5"},
+		{func(c *workloads.Config) { c.Kind, c.ReadFraction = workloads.Mutex, ptr(1.5) }, "read_fraction = 1.5"},
 	} {
 		c := base
 		tc.mod(&c)
@@ -188,3 +204,5 @@ func TestKindConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -16,7 +16,7 @@ import (
 // a client that restarts after a crash joins at the next round.
 func (s *session) runLatch(ctx context.Context) error {
 	spec := s.cfg.Latch
-	round := int64(spec.Round)
+	round := int64(s.cfg.span(spec.Round))
 	start := s.deadline - int64(s.cfg.TimeLimit) + round/4
 	r := int64(0)
 	if late := s.clock.Now() - start; int(s.proc) >= s.cfg.Clients && late > 0 {
@@ -46,7 +46,7 @@ func (s *session) runLatch(ctx context.Context) error {
 			return nil
 		}
 		if s.client < spec.Counters {
-			if !s.sleepUntilNs(ctx, s.clock.Now()+int64(s.draw(s.cfg.Hold))) {
+			if !s.sleepUntilNs(ctx, s.clock.Now()+int64(s.draw(s.cfg.hold()))) {
 				return nil
 			}
 			s.countDown(ctx, l)
@@ -69,7 +69,7 @@ func (s *session) setCount(ctx context.Context, l lock.Latch, n int64) {
 	inv.Value = strconv.FormatInt(n, 10)
 	s.ops.Add(1)
 	s.out.record(inv)
-	cctx, cancel := context.WithTimeout(ctx, s.cfg.OpTimeout)
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.span(s.cfg.OpTimeout))
 	set, err := l.TrySetCount(cctx, n)
 	cancel()
 	s.completeInit(inv, set, err)
@@ -80,7 +80,7 @@ func (s *session) countDown(ctx context.Context, l lock.Latch) {
 		return
 	}
 	inv := s.invoke(history.CountDown, l.Key(), lock.Lease{})
-	cctx, cancel := context.WithTimeout(ctx, s.cfg.OpTimeout)
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.span(s.cfg.OpTimeout))
 	err := l.CountDown(cctx)
 	cancel()
 	s.complete(inv, err)

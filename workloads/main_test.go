@@ -58,7 +58,7 @@ func buildTest(raw json.RawMessage) (workloads.Factory, func() error, error) {
 	if s.Addr == "" {
 		return nil, nil, fmt.Errorf("test lock spec has no addr")
 	}
-	vs := variants.Spec{Variant: cmp.Or(s.Variant, "single"), Inner: s.Inner, TTL: s.TTL, SetNXOnExtend: s.SetNXOnExtend, Permits: s.Permits}
+	vs := variants.Spec{Options: variants.Options{Variant: cmp.Or(s.Variant, "single"), Inner: s.Inner, SetNXOnExtend: s.SetNXOnExtend, Permits: s.Permits}, TTL: s.TTL}
 	if err := vs.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("test lock spec: %w", err)
 	}

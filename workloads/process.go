@@ -124,9 +124,9 @@ func (c *Client) runWorker(proc history.Process) (bool, error) {
 
 func (c *Client) spawn(proc history.Process) (*worker, error) {
 	w := c.w
-	exe, err := os.Executable()
+	exe, err := selfExe()
 	if err != nil {
-		return nil, fmt.Errorf("find this program to start a worker: %w", err)
+		return nil, err
 	}
 	inR, inW, err := os.Pipe()
 	if err != nil {
@@ -139,6 +139,9 @@ func (c *Client) spawn(proc history.Process) (*worker, error) {
 		return nil, err
 	}
 	cmd := exec.Command(exe)
+	if name, err := os.Executable(); err == nil {
+		cmd.Args[0] = name // what ps shows
+	}
 	cmd.Env = append(os.Environ(), WorkerEnv+"=1")
 	if _, set := os.LookupEnv("GORACE"); !set {
 		// A race-enabled worker would otherwise sleep 1 s at every exit.
@@ -263,7 +266,7 @@ func (c *Client) stopOnCancel(wk *worker, exited <-chan struct{}) {
 	c.mu.Unlock()
 	if !paused { // a stopped worker cannot read; do not let it act again
 		_ = wk.send(message{Stop: true})
-		t := time.NewTimer(c.w.cfg.OpTimeout + time.Second)
+		t := time.NewTimer(c.w.cfg.span(c.w.cfg.OpTimeout) + time.Second)
 		defer t.Stop()
 		select {
 		case <-exited:
@@ -326,4 +329,20 @@ func (wk *worker) sendJSON(v any) error {
 	}
 	_, err = wk.stdin.Write(b)
 	return err
+}
+
+// selfExe is the program a worker runs: this very binary. On Linux that is
+// /proc/self/exe, which names the running file even after a rebuild
+// replaced it at its path — a worker started from the path would then run
+// the new build against this one's configuration.
+func selfExe() (string, error) {
+	const self = "/proc/self/exe"
+	if _, err := os.Stat(self); err == nil {
+		return self, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find this program to start a worker: %w", err)
+	}
+	return exe, nil
 }

@@ -85,6 +85,11 @@ func newSession(cfg Config, client int, proc history.Process, clock *history.Clo
 // It returns an error only when the client cannot work at all (a factory
 // that refuses the key); lock and resource failures are history, not errors.
 func (s *session) run(ctx context.Context) error {
+	if at := s.cfg.startOf(s.client); at > 0 {
+		if wait := at - time.Duration(s.clock.Now()); wait > 0 && !s.sleepUntil(ctx, time.Now().Add(wait)) {
+			return nil
+		}
+	}
 	if s.cfg.Kind == Latch {
 		return s.runLatch(ctx)
 	}
@@ -109,7 +114,7 @@ func (s *session) run(ctx context.Context) error {
 		if s.out.dead() {
 			return errCrashed
 		}
-		if !s.sleepUntil(ctx, time.Now().Add(s.draw(s.cfg.Think))) {
+		if !s.sleepUntil(ctx, time.Now().Add(s.draw(s.cfg.think()))) {
 			return nil
 		}
 	}
@@ -124,8 +129,8 @@ func (s *session) primitive(ctx context.Context, key string) (lock.Primitive, er
 	// The hook is always there: a step can be armed at any time.
 	opts := []lock.Option{lock.WithRenewObserver(s.observer(key)), lock.WithQueueObserver(s.queueObserver(key)),
 		lock.WithWallClock(s.wall.Now), lock.WithHook(s.hook(key))}
-	if s.cfg.Retry != nil {
-		opts = append(opts, lock.WithRetry(*s.cfg.Retry))
+	if r, ok := s.cfg.retry(); ok {
+		opts = append(opts, lock.WithRetry(r))
 	}
 	p, err := s.factory(key, opts...)
 	if err != nil {
@@ -187,7 +192,7 @@ func (s *session) initSemaphore(ctx context.Context, sem lock.Semaphore) {
 	inv := s.newOp(history.Invoke, history.Init, sem.Key(), lock.Lease{})
 	inv.Value = strconv.Itoa(sem.Permits())
 	s.out.record(inv)
-	ictx, cancel := context.WithTimeout(ctx, s.cfg.OpTimeout)
+	ictx, cancel := context.WithTimeout(ctx, s.cfg.span(s.cfg.OpTimeout))
 	set, err := sem.TrySetPermits(ictx)
 	cancel()
 	s.completeInit(inv, set, err)
@@ -240,7 +245,7 @@ func (s *session) cycle(ctx context.Context, l lock.Locker) int64 {
 			held = cur // as renewals and extends left it
 		}
 		rel := s.invoke(history.Release, key, held)
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.OpTimeout)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.span(s.cfg.OpTimeout))
 		err := l.Release(rctx, held)
 		cancel()
 		s.complete(rel, err)
@@ -253,7 +258,7 @@ func (s *session) cycle(ctx context.Context, l lock.Locker) int64 {
 // current one.
 func (s *session) acquire(ctx context.Context, l lock.Locker) (lock.Lease, bool) {
 	inv := s.invoke(history.Acquire, l.Key(), lock.Lease{})
-	actx, cancel := context.WithTimeout(ctx, s.cfg.AcquireTimeout)
+	actx, cancel := context.WithTimeout(ctx, s.cfg.span(s.cfg.AcquireTimeout))
 	lease, err := l.Acquire(actx)
 	cancel()
 	if err != nil {
@@ -319,11 +324,11 @@ func (s *session) hold(ctx context.Context, l lock.Locker, lost <-chan struct{})
 	if !s.cfg.ObeyLost {
 		lost = nil
 	}
-	t := time.NewTimer(s.draw(s.cfg.Hold))
+	t := time.NewTimer(s.draw(s.cfg.hold()))
 	defer t.Stop()
 	var extend <-chan time.Time
-	if s.cfg.ExtendEvery > 0 {
-		tick := time.NewTicker(s.cfg.ExtendEvery)
+	if every := s.cfg.span(s.cfg.ExtendEvery); every > 0 {
+		tick := time.NewTicker(every)
 		defer tick.Stop()
 		extend = tick.C
 	}
@@ -357,7 +362,7 @@ func (s *session) extend(ctx context.Context, l lock.Locker) bool {
 	inv := s.newOp(history.Invoke, history.Extend, l.Key(), held)
 	inv.ValidUntil = 0
 	s.out.record(inv)
-	ectx, cancel := context.WithTimeout(ctx, s.cfg.OpTimeout)
+	ectx, cancel := context.WithTimeout(ctx, s.cfg.span(s.cfg.OpTimeout))
 	next, err := l.Extend(ectx, held)
 	cancel()
 	if err != nil {
@@ -399,7 +404,7 @@ func (s *session) resource(ctx context.Context, f, key, value string) (history.O
 	inv := s.newOp(history.Invoke, f, key, s.currentLease())
 	inv.Value = value
 	s.ops.Add(1)
-	rctx, cancel := context.WithTimeout(ctx, s.cfg.OpTimeout)
+	rctx, cancel := context.WithTimeout(ctx, s.cfg.span(s.cfg.OpTimeout))
 	defer cancel()
 	return s.out.apply(rctx, inv)
 }

@@ -68,11 +68,19 @@ func TestArmPauseAtGranted(t *testing.T) {
 			e := newEnv(t)
 			const ttl = 400 * time.Millisecond
 			cfg := workloads.Config{
-				Kind: workloads.FencedWrite, Mode: mode, Clients: 2, Keys: 1, KeyPrefix: "wl:" + t.Name() + ":",
+				Options: workloads.Options{
+					Kind:        workloads.FencedWrite,
+					Mode:        mode,
+					Clients:     2,
+					Keys:        1,
+					Retry:       workloads.RetryWait,
+					RetryDelay:  spans.Fixed(10 * time.Millisecond),
+					RetryJitter: spans.Fixed(10 * time.Millisecond),
+					Hold:        spans.Between(20*time.Millisecond, 20*time.Millisecond),
+					Think:       spans.Between(20*time.Millisecond, 20*time.Millisecond),
+				},
+				KeyPrefix: "wl:" + t.Name() + ":",
 				Lock:      workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: ttl})},
-				Retry:     &lock.Strategy{Delay: 10 * time.Millisecond, Jitter: 10 * time.Millisecond},
-				Hold:      spans.Between(20*time.Millisecond, 20*time.Millisecond),
-				Think:     spans.Between(20*time.Millisecond, 20*time.Millisecond),
 				TimeLimit: 1500 * time.Millisecond,
 			}
 			w := start(t, cfg, e.harness(t, true))
@@ -145,10 +153,16 @@ func TestArmPauseStopsWatchdog(t *testing.T) {
 			e := newEnv(t)
 			const ttl = 500 * time.Millisecond
 			cfg := workloads.Config{
-				Kind: workloads.Mutex, Mode: mode, Clients: 1, Keys: 1, KeyPrefix: "wl:" + t.Name() + ":",
+				Options: workloads.Options{
+					Kind:    workloads.Mutex,
+					Mode:    mode,
+					Clients: 1,
+					Keys:    1,
+					Hold:    spans.Between(50*time.Millisecond, 50*time.Millisecond),
+					Think:   spans.Between(20*time.Millisecond, 20*time.Millisecond),
+				},
+				KeyPrefix: "wl:" + t.Name() + ":",
 				Lock:      workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: ttl, Variant: "watchdog"})},
-				Hold:      spans.Between(50*time.Millisecond, 50*time.Millisecond),
-				Think:     spans.Between(20*time.Millisecond, 20*time.Millisecond),
 				TimeLimit: 1500 * time.Millisecond,
 			}
 			w := start(t, cfg, e.harness(t, false))
@@ -206,13 +220,21 @@ func TestArmPauseInsideRelease(t *testing.T) {
 	e := newEnv(t)
 	const ttl = time.Second
 	cfg := workloads.Config{
-		Kind: workloads.Mutex, Mode: workloads.Processes, Clients: 2, Keys: 1, KeyPrefix: "wl:" + t.Name() + ":",
+		Options: workloads.Options{
+			Kind:        workloads.Mutex,
+			Mode:        workloads.Processes,
+			Clients:     2,
+			Keys:        1,
+			Retry:       workloads.RetryWait,
+			RetryDelay:  spans.Fixed(5 * time.Millisecond),
+			RetryJitter: spans.Fixed(5 * time.Millisecond),
+			OpTimeout:   spans.Fixed(3 * ttl),
+			// Holds just short of the TTL, back to back: the other client holds
+			// the lock almost all the time once it has it.
+			Hold: spans.Between(8*ttl/10, 8*ttl/10),
+		},
+		KeyPrefix: "wl:" + t.Name() + ":",
 		Lock:      workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: ttl, Variant: recipes.NameCheckThenDel})},
-		Retry:     &lock.Strategy{Delay: 5 * time.Millisecond, Jitter: 5 * time.Millisecond},
-		OpTimeout: 3 * ttl,
-		// Holds just short of the TTL, back to back: the other client holds
-		// the lock almost all the time once it has it.
-		Hold:      spans.Between(8*ttl/10, 8*ttl/10),
 		TimeLimit: 3500 * time.Millisecond,
 	}
 	w := start(t, cfg, e.harness(t, false))
@@ -257,15 +279,11 @@ func TestArmCrash(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {
 			e := newEnv(t)
-			cfg := workloads.Config{
-				Kind: workloads.Mutex, Mode: mode, Clients: 1, Keys: 1, KeyPrefix: "wl:" + t.Name() + ":",
-				Lock:         workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: 300 * time.Millisecond})},
-				Retry:        &lock.Strategy{Delay: 20 * time.Millisecond},
+			cfg := e.waitingMutex(t, mode, 1, 300*time.Millisecond, 1500*time.Millisecond, workloads.Options{
 				Hold:         spans.Between(10*time.Millisecond, 10*time.Millisecond),
 				Think:        spans.Between(10*time.Millisecond, 10*time.Millisecond),
-				RestartDelay: 500 * time.Millisecond,
-				TimeLimit:    1500 * time.Millisecond,
-			}
+				RestartDelay: spans.Fixed(500 * time.Millisecond),
+			})
 			w := start(t, cfg, e.harness(t, false))
 			c := w.Clients()[0]
 			for _, bad := range []struct {
@@ -340,11 +358,17 @@ func TestGateResource(t *testing.T) {
 		t.Run(string(mode), func(t *testing.T) {
 			e := newEnv(t)
 			cfg := workloads.Config{
-				Kind: workloads.FencedWrite, Mode: mode, Clients: 1, Keys: 1, KeyPrefix: "wl:" + t.Name() + ":",
+				Options: workloads.Options{
+					Kind:      workloads.FencedWrite,
+					Mode:      mode,
+					Clients:   1,
+					Keys:      1,
+					OpTimeout: spans.Fixed(300 * time.Millisecond),
+					Hold:      spans.Between(100*time.Millisecond, 100*time.Millisecond),
+					Think:     spans.Between(10*time.Millisecond, 10*time.Millisecond),
+				},
+				KeyPrefix: "wl:" + t.Name() + ":",
 				Lock:      workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: 2 * time.Second, Variant: "fenced"})},
-				OpTimeout: 300 * time.Millisecond,
-				Hold:      spans.Between(100*time.Millisecond, 100*time.Millisecond),
-				Think:     spans.Between(10*time.Millisecond, 10*time.Millisecond),
 				TimeLimit: 1500 * time.Millisecond,
 			}
 			h := e.harness(t, true)
@@ -425,11 +449,17 @@ func TestExtendEvery(t *testing.T) {
 			e := newEnv(t)
 			tc.lock.Addr = e.addr
 			cfg := workloads.Config{
-				Kind: workloads.FencedWrite, Mode: tc.mode, Clients: 1, Keys: 1, KeyPrefix: "wl:" + t.Name() + ":",
-				Lock:        workloads.LockSpec{Builder: testBuilder, Spec: spec(t, tc.lock)},
-				Hold:        spans.Between(700*time.Millisecond, 700*time.Millisecond),
-				ExtendEvery: tc.every,
-				TimeLimit:   500 * time.Millisecond,
+				Options: workloads.Options{
+					Kind:        workloads.FencedWrite,
+					Mode:        tc.mode,
+					Clients:     1,
+					Keys:        1,
+					Hold:        spans.Between(700*time.Millisecond, 700*time.Millisecond),
+					ExtendEvery: spans.Fixed(tc.every),
+				},
+				KeyPrefix: "wl:" + t.Name() + ":",
+				Lock:      workloads.LockSpec{Builder: testBuilder, Spec: spec(t, tc.lock)},
+				TimeLimit: 500 * time.Millisecond,
 			}
 			run(t, cfg, e.harness(t, true))
 			ops := e.rec.snapshot()
@@ -481,11 +511,18 @@ func TestNest(t *testing.T) {
 		e := newEnv(t)
 		const ttl = 2 * time.Second
 		cfg := workloads.Config{
-			Mode: workloads.InProcess,
-			Kind: workloads.Counter, Clients: 2, Keys: 1, KeyPrefix: "wl:" + t.Name() + ":", Nest: 3,
+			Options: workloads.Options{
+				Mode:       workloads.InProcess,
+				Kind:       workloads.Counter,
+				Clients:    2,
+				Keys:       1,
+				Nest:       3,
+				Retry:      workloads.RetryWait,
+				RetryDelay: spans.Fixed(5 * time.Millisecond),
+				Hold:       spans.Between(2*time.Millisecond, 5*time.Millisecond),
+			},
+			KeyPrefix: "wl:" + t.Name() + ":",
 			Lock:      workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: ttl, Variant: "reentrant"})},
-			Retry:     &lock.Strategy{Attempts: 0, Delay: 5 * time.Millisecond},
-			Hold:      spans.Between(2*time.Millisecond, 5*time.Millisecond),
 			TimeLimit: 600 * time.Millisecond,
 		}
 		h := e.harness(t, false)
@@ -527,13 +564,20 @@ func TestNest(t *testing.T) {
 	t.Run("not-reentrant", func(t *testing.T) {
 		e := newEnv(t)
 		cfg := workloads.Config{
-			Mode: workloads.InProcess,
-			Kind: workloads.FencedWrite, Clients: 1, Keys: 1, KeyPrefix: "wl:" + t.Name() + ":", Nest: 2,
-			Lock:           workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: 5 * time.Second})},
-			Retry:          &lock.Strategy{Delay: 20 * time.Millisecond},
-			AcquireTimeout: 200 * time.Millisecond,
-			Hold:           spans.Between(time.Millisecond, time.Millisecond),
-			TimeLimit:      700 * time.Millisecond,
+			Options: workloads.Options{
+				Mode:           workloads.InProcess,
+				Kind:           workloads.FencedWrite,
+				Clients:        1,
+				Keys:           1,
+				Nest:           2,
+				Retry:          workloads.RetryWait,
+				RetryDelay:     spans.Fixed(20 * time.Millisecond),
+				AcquireTimeout: spans.Fixed(200 * time.Millisecond),
+				Hold:           spans.Between(time.Millisecond, time.Millisecond),
+			},
+			KeyPrefix: "wl:" + t.Name() + ":",
+			Lock:      workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: 5 * time.Second})},
+			TimeLimit: 700 * time.Millisecond,
 		}
 		stats := run(t, cfg, e.harness(t, true))
 		ops := e.rec.snapshot()

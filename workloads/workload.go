@@ -118,7 +118,7 @@ func Start(ctx context.Context, cfg Config, h Harness) (*Workload, error) {
 	var wg sync.WaitGroup
 	for i := 0; i < cfg.Clients; i++ {
 		c := &Client{w: w, id: i, done: make(chan struct{}), armed: map[string]armedStep{}, link: newResourceLink(w)}
-		c.wall.SetOffset(cfg.ClockOffset)
+		c.wall.SetOffset(cfg.span(cfg.ClockOffset))
 		w.clients = append(w.clients, c)
 	}
 	for _, c := range w.clients {
@@ -328,10 +328,10 @@ func (c *Client) run() {
 		if !crashed || c.err != nil || w.ctx.Err() != nil {
 			return
 		}
-		if left := time.Duration(w.deadline - w.h.Clock.Now()); left <= c.w.cfg.RestartDelay {
+		if left := time.Duration(w.deadline - w.h.Clock.Now()); left <= c.w.cfg.span(c.w.cfg.RestartDelay) {
 			return
 		}
-		t := time.NewTimer(w.cfg.RestartDelay)
+		t := time.NewTimer(w.cfg.span(w.cfg.RestartDelay))
 		select {
 		case <-t.C:
 		case <-w.ctx.Done():

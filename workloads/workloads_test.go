@@ -13,7 +13,6 @@ import (
 
 	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/internal/redistest"
-	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/spans"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
@@ -27,6 +26,20 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	srv := redistest.Start(t, 1)[0]
 	return &env{addr: srv.Addr, clock: history.NewClock(), rec: &memRecorder{}}
+}
+
+// waitingMutex is the workload most control tests run: mutex clients on
+// one key, retrying every 20 ms, with the test lock of TTL ttl on e's
+// server, starting operations for limit; o adds the test's own fields.
+func (e *env) waitingMutex(t *testing.T, mode workloads.Mode, clients int, ttl, limit time.Duration, o workloads.Options) workloads.Config {
+	o.Kind, o.Mode, o.Clients, o.Keys = workloads.Mutex, mode, clients, 1
+	o.Retry, o.RetryDelay = workloads.RetryWait, spans.Fixed(20*time.Millisecond)
+	return workloads.Config{
+		Options:   o,
+		KeyPrefix: "wl:" + t.Name() + ":",
+		Lock:      workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: ttl})},
+		TimeLimit: limit,
+	}
 }
 
 func (e *env) harness(t *testing.T, fenced bool) workloads.Harness {
@@ -53,10 +66,15 @@ func testCtx(t *testing.T) context.Context {
 
 func mutexConfig(e *env, t *testing.T, mode workloads.Mode) workloads.Config {
 	return workloads.Config{
-		Kind: workloads.Mutex, Mode: mode, Clients: 4, Keys: 2,
+		Options: workloads.Options{
+			Kind:    workloads.Mutex,
+			Mode:    mode,
+			Clients: 4,
+			Keys:    2,
+			Hold:    spans.Between(time.Millisecond, 4*time.Millisecond),
+		},
 		KeyPrefix: "wl:" + t.Name() + ":",
 		Lock:      workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: 2 * time.Second})},
-		Hold:      spans.Between(time.Millisecond, 4*time.Millisecond),
 		TimeLimit: 700 * time.Millisecond,
 		Seed:      1,
 	}
@@ -84,16 +102,17 @@ func run(t *testing.T, cfg workloads.Config, h workloads.Harness) workloads.Stat
 
 func TestMutex(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		retry *lock.Strategy
+		name          string
+		retry         string
+		delay, jitter time.Duration
 	}{
-		{"try", nil},
-		{"wait", &lock.Strategy{Delay: time.Millisecond, Jitter: 2 * time.Millisecond}},
+		{"try", workloads.RetryTry, 0, 0},
+		{"wait", workloads.RetryWait, time.Millisecond, 2 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			cfg := mutexConfig(e, t, workloads.InProcess)
-			cfg.Retry = tc.retry
+			cfg.Retry, cfg.RetryDelay, cfg.RetryJitter = tc.retry, spans.Fixed(tc.delay), spans.Fixed(tc.jitter)
 			stats := run(t, cfg, e.harness(t, false))
 			ops := e.rec.snapshot()
 			checkWellFormed(t, ops, cfg.Clients, e.clock.Now())
@@ -106,10 +125,10 @@ func TestMutex(t *testing.T) {
 				t.Fatalf("stats %+v disagree with the history", stats)
 			}
 			// 4 clients on 2 keys: try-once must lose races, waiting must not.
-			if tc.retry == nil && acq.Fail == 0 {
+			if tc.retry == workloads.RetryTry && acq.Fail == 0 {
 				t.Fatalf("try-once acquires never failed under contention: %+v", acq)
 			}
-			if tc.retry != nil && acq.Fail != 0 {
+			if tc.retry == workloads.RetryWait && acq.Fail != 0 {
 				t.Fatalf("waiting acquires failed %d times with a 1 s acquire timeout", acq.Fail)
 			}
 		})
@@ -170,16 +189,23 @@ func TestFencedResource(t *testing.T) {
 func fencedStale(t *testing.T, check bool) []history.Op {
 	e := newEnv(t)
 	cfg := workloads.Config{
-		Mode: workloads.InProcess,
-		Kind: workloads.FencedWrite, Clients: 3, Keys: 1, KeyPrefix: "wl:" + t.Name() + ":",
-		Lock:  workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: 200 * time.Millisecond, Variant: "fenced"})},
-		Retry: &lock.Strategy{Delay: 5 * time.Millisecond, Jitter: 5 * time.Millisecond},
-		// A later holder writes first when its hold is shorter by more
-		// than a TTL: the wide range makes that likely every run.
-		Hold:          spans.Between(250*time.Millisecond, 900*time.Millisecond),
-		CheckValidity: check,
-		TimeLimit:     2 * time.Second,
-		Seed:          7,
+		Options: workloads.Options{
+			Mode:        workloads.InProcess,
+			Kind:        workloads.FencedWrite,
+			Clients:     3,
+			Keys:        1,
+			Retry:       workloads.RetryWait,
+			RetryDelay:  spans.Fixed(5 * time.Millisecond),
+			RetryJitter: spans.Fixed(5 * time.Millisecond),
+			// A later holder writes first when its hold is shorter by more
+			// than a TTL: the wide range makes that likely every run.
+			Hold:          spans.Between(250*time.Millisecond, 900*time.Millisecond),
+			CheckValidity: check,
+		},
+		KeyPrefix: "wl:" + t.Name() + ":",
+		Lock:      workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: 200 * time.Millisecond, Variant: "fenced"})},
+		TimeLimit: 2 * time.Second,
+		Seed:      7,
 	}
 	run(t, cfg, e.harness(t, true))
 	ops := e.rec.snapshot()
@@ -230,11 +256,18 @@ func TestCheckValidityStopsExpiredWrites(t *testing.T) {
 func TestCounter(t *testing.T) {
 	e := newEnv(t)
 	cfg := workloads.Config{
-		Mode: workloads.InProcess,
-		Kind: workloads.Counter, Clients: 3, Keys: 1, KeyPrefix: "wl:" + t.Name() + ":",
+		Options: workloads.Options{
+			Mode:        workloads.InProcess,
+			Kind:        workloads.Counter,
+			Clients:     3,
+			Keys:        1,
+			Retry:       workloads.RetryWait,
+			RetryDelay:  spans.Fixed(time.Millisecond),
+			RetryJitter: spans.Fixed(2 * time.Millisecond),
+			Hold:        spans.Between(time.Millisecond, 3*time.Millisecond),
+		},
+		KeyPrefix: "wl:" + t.Name() + ":",
 		Lock:      workloads.LockSpec{Builder: testBuilder, Spec: spec(t, testSpec{Addr: e.addr, TTL: 2 * time.Second})},
-		Retry:     &lock.Strategy{Delay: time.Millisecond, Jitter: 2 * time.Millisecond},
-		Hold:      spans.Between(time.Millisecond, 3*time.Millisecond),
 		TimeLimit: 600 * time.Millisecond,
 	}
 	h := e.harness(t, false)

@@ -155,8 +155,13 @@ Exit codes: 0 when every run matched its row's expectation, 1 when one did not,
 			if asJSON {
 				b, _ := json.MarshalIndent(results, "", "  ")
 				fmt.Fprintf(a.stdout, "%s\n", b)
-			} else if interrupted {
-				a.con.printf("interrupted after %d of %d rows\n", len(results), len(rows))
+			} else {
+				if interrupted {
+					a.con.printf("interrupted after %d of %d rows\n", len(results), len(rows))
+				}
+				if len(rows) > 1 {
+					a.con.printf("%s\n", reproduceSummary(results))
+				}
 			}
 			return exit(matchCode(mismatch || interrupted, errored))
 		},
@@ -186,6 +191,29 @@ func rowResultOf(s scenarios.Scenario, j scenarios.SeedRun) rowResult {
 		r.FirstAnomaly = &sec
 	}
 	return r
+}
+
+// reproduceSummary is the closing line of a reproduce of several rows: how
+// many matched, and by name the rows that did not and the runs that failed,
+// so the end of a long log says what went wrong without scrolling back.
+func reproduceSummary(results []rowResult) string {
+	var missed, failedRuns []string
+	for _, r := range results {
+		switch {
+		case r.Error != "":
+			failedRuns = append(failedRuns, r.Scenario)
+		case !r.Matched:
+			missed = append(missed, r.Scenario)
+		}
+	}
+	s := fmt.Sprintf("reproduce: %d of %d rows as documented", len(results)-len(missed)-len(failedRuns), len(results))
+	if len(missed) > 0 {
+		s += "; not reproduced: " + strings.Join(missed, ", ")
+	}
+	if len(failedRuns) > 0 {
+		s += "; run failed: " + strings.Join(failedRuns, ", ")
+	}
+	return s
 }
 
 // matchCode is the exit of reproduce and matrix: 1 when a run did not

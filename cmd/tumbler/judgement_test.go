@@ -15,6 +15,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/lock/variants"
 	"github.com/tumbler-dev/tumbler/nemesis"
 	"github.com/tumbler-dev/tumbler/reports"
 	"github.com/tumbler-dev/tumbler/runner"
@@ -43,8 +44,8 @@ func validRow(t *testing.T, name, limit string) scenarios.Scenario {
 		Name: name, What: "a healthy single lock", Source: "this test",
 		Expect: reports.Expectation{Verdict: checker.Valid},
 		Plan: runner.Plan{
-			Seed: 1, Topology: topo, TTL: mustSpan(t, "1s"), Lock: runner.LockPlan{Variant: "single"},
-			Workload: runner.WorkloadPlan{Kind: workloads.FencedWrite, Clients: 3,
+			Seed: 1, Topology: topo, TTL: mustSpan(t, "1s"), Lock: runner.LockPlan{Options: variants.Options{Variant: "single"}},
+			Workload: workloads.Options{Kind: workloads.FencedWrite, Clients: 3,
 				Hold: runner.Range{mustSpan(t, "0.1ttl"), mustSpan(t, "0.3ttl")}},
 			TimeLimit: mustSpan(t, limit),
 		},

@@ -48,7 +48,7 @@ func (f *adhocFlags) bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&a.ThreadWaitTime, "thread-wait-time", 0, "how long past its turn a fair lock's waiter keeps its place without polling (fair; default 5s)")
 	fs.Float64Var(&f.readFraction, "read-fraction", 0.75, "share of a read-write lock's cycles that take the read lock (rwlock)")
 	fs.IntVar(&a.Nodes, "nodes", 0, "N standalone masters: short for --topology independent:N")
-	fs.StringVar(&a.Topology, "topology", "", "independent:N, replicated:R or replicated:R+sentinels (default independent:1, independent:5 for redlock and redsync)")
+	fs.StringVar(&a.Topology, "topology", "", "independent:N, replicated:R[+sentinels], groups:G or cluster:S[+R] (default independent:1, independent:5 for redlock and redsync)")
 	fs.StringVar(&a.Persistence, "persistence", "", "data nodes' persistence: none, aof-everysec or aof-always (default none)")
 	fs.StringVar(&a.Workload, "workload", "", "mutex, fenced-write, counter or latch (default fenced-write; latch for --lock latch)")
 	fs.StringVar(&a.ClientMode, "client-mode", "", "process (each client its own process: client pauses are real) or inprocess (default process)")

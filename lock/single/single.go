@@ -184,8 +184,10 @@ func NewWith(set SetFunc, client redis.UniversalClient, key string, ttl time.Dur
 	if l.cfg.waitReplicas > 0 && l.cfg.waitTimeout >= ttl {
 		return nil, fmt.Errorf("%w: WAIT timeout %v is not shorter than the TTL %v: the lease could expire before the replicas answer", lock.ErrConfig, l.cfg.waitTimeout, ttl)
 	}
-	if _, ok := client.(pinner); l.cfg.waitReplicas > 0 && !ok {
-		return nil, fmt.Errorf("%w: WithWait needs a *redis.Client: WAIT counts only the writes of the connection it runs on, so the SET and the WAIT must share one, and %T cannot pin a connection", lock.ErrConfig, client)
+	_, pins := client.(pinner)
+	_, pinsByKey := client.(keyPinner)
+	if l.cfg.waitReplicas > 0 && !pins && !pinsByKey {
+		return nil, fmt.Errorf("%w: WithWait needs a *redis.Client or a *redis.ClusterClient: WAIT counts only the writes of the connection it runs on, so the SET and the WAIT must share one, and %T cannot pin a connection", lock.ErrConfig, client)
 	}
 	l.attempt = l.tryAcquire
 	return l, nil
@@ -205,7 +207,10 @@ func (l *Lock) Acquire(ctx context.Context) (lock.Lease, error) {
 func (l *Lock) tryAcquire(ctx context.Context) (lock.Lease, error) {
 	var conn Conn = l.client
 	if l.cfg.waitReplicas > 0 {
-		pinned := l.client.(pinner).Conn()
+		pinned, err := l.pin(ctx)
+		if err != nil {
+			return lock.Lease{}, err
+		}
 		defer pinned.Close()
 		conn = pinned
 	}
@@ -236,6 +241,27 @@ func (l *Lock) tryAcquire(ctx context.Context) (lock.Lease, error) {
 // pinner is a client that can lend one connection for a sequence of
 // commands (*redis.Client, including Sentinel failover clients).
 type pinner interface{ Conn() *redis.Conn }
+
+// keyPinner is a Redis Cluster client: it lends a connection of the
+// primary that serves a key's slot, as it knows the slots now.
+type keyPinner interface {
+	MasterForKey(ctx context.Context, key string) (*redis.Client, error)
+}
+
+// pin lends the connection the SET and its WAIT share. In a cluster it is
+// one to the key's primary as the client knows it: if that is no longer
+// the primary, the SET is refused with MOVED (a definite failure) and the
+// client's periodic reload of the slot map catches up.
+func (l *Lock) pin(ctx context.Context) (*redis.Conn, error) {
+	if p, ok := l.client.(pinner); ok {
+		return p.Conn(), nil
+	}
+	m, err := l.client.(keyPinner).MasterForKey(ctx, l.key)
+	if err != nil {
+		return nil, lock.Classify(fmt.Errorf("find the primary of %q: %w", l.key, err), lock.ErrNotObtained)
+	}
+	return m.Conn(), nil
+}
 
 // waitReplicas is Redisson's checkLockSyncedSlaves: a lock that too few
 // replicas have seen is given back rather than trusted. It runs on the

@@ -66,10 +66,18 @@ func TestConfigErrors(t *testing.T) {
 			}
 		})
 	}
-	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
-	defer cluster.Close()
-	if _, err := single.New(cluster, "k", time.Second, single.WithWait(1, 100*time.Millisecond)); !errors.Is(err, lock.ErrConfig) || !strings.Contains(err.Error(), "cannot pin a connection") {
-		t.Fatalf("WithWait on a cluster client = %v, want ErrConfig (cannot pin a connection)", err)
+	// A ring shards keys over independent nodes and lends no connection
+	// of a key's node: WAIT cannot follow its SET. (A cluster client can:
+	// the cluster-failover-wait row runs WAIT through one.)
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}})
+	defer ring.Close()
+	if _, err := single.New(ring, "k", time.Second, single.WithWait(1, 100*time.Millisecond)); !errors.Is(err, lock.ErrConfig) || !strings.Contains(err.Error(), "cannot pin a connection") {
+		t.Fatalf("WithWait on a ring client = %v, want ErrConfig (cannot pin a connection)", err)
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
+	defer cc.Close()
+	if _, err := single.New(cc, "k", time.Second, single.WithWait(1, 100*time.Millisecond)); err != nil {
+		t.Fatalf("WithWait on a cluster client: %v", err)
 	}
 	if _, err := single.NewWith(nil, c, "k", time.Second); !errors.Is(err, lock.ErrConfig) {
 		t.Fatalf("NewWith(nil acquire) = %v, want ErrConfig", err)

@@ -15,6 +15,7 @@ import (
 	"github.com/tumbler-dev/tumbler/internal/redistest"
 	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/lock/locktest"
+	"github.com/tumbler-dev/tumbler/spans"
 )
 
 // refused reports whether err is the server refusing a right: NOPERM for a
@@ -39,9 +40,9 @@ func refused(err error) bool {
 func aclCycle(t *testing.T, addr, user, pw string, round int) (noperm []string, other error) {
 	t.Helper()
 	login := func(o *redis.Options) { o.Username, o.Password = user, pw }
-	specs := []Spec{{Variant: "single", TTL: time.Second, WaitReplicas: 1, WaitTimeout: 10 * time.Millisecond}}
+	specs := []Spec{{Options: Options{Variant: "single", WaitReplicas: 1, WaitTimeout: spans.Fixed(10 * time.Millisecond)}, TTL: time.Second}}
 	for _, n := range Names() {
-		s := Spec{Variant: n, TTL: time.Second} // redlock on one node: a quorum of one
+		s := Spec{Options: Options{Variant: n}, TTL: time.Second} // redlock on one node: a quorum of one
 		if s.Kind() == KindSemaphore {
 			s.Permits = 2
 		}
@@ -96,7 +97,7 @@ func aclCycle(t *testing.T, addr, user, pw string, round int) (noperm []string, 
 			// Redlock's default node timeout for 150 ms is 15 ms, less
 			// than a fresh connection's dial, AUTH and script load take
 			// on a loaded CI machine; this test is about rights, not speed.
-			short.NodeTimeout = 120 * time.Millisecond
+			short.NodeTimeout = spans.Fixed(120 * time.Millisecond)
 			switch s.Kind() {
 			case KindLock:
 				a, b := build(s, key, lock.TryOnce()).(lock.Locker), build(s, key, lock.Strategy{Attempts: 2, Delay: 20 * time.Millisecond}).(lock.Locker)

@@ -27,32 +27,60 @@ import (
 	"github.com/tumbler-dev/tumbler/lock/semaphore"
 	"github.com/tumbler-dev/tumbler/lock/single"
 	"github.com/tumbler-dev/tumbler/lock/watchdog"
+	"github.com/tumbler-dev/tumbler/spans"
 )
 
-// Spec is a lock described as data. Durations are Go durations
-// (nanoseconds in JSON): Spec travels between processes; people write plans.
-type Spec struct {
+// Options are a lock's settings, declared once: a plan's "lock" section
+// embeds them (runner.LockPlan), so their JSON names are the plan's, and a
+// Spec carries them to the client that builds the lock. Durations are
+// spans.Span: absolute ("50ms") or a multiple of the TTL ("0.05ttl"),
+// resolved against the Spec's TTL when the lock is built (or against
+// another TTL first, with Resolve).
+type Options struct {
 	// Variant is one of Names().
-	Variant string        `json:"variant"`
-	TTL     time.Duration `json:"ttl"`
+	Variant string `json:"variant"`
 	// Inner is the variant a watchdog wraps (default "single").
 	Inner string `json:"inner,omitempty"`
 	// WaitReplicas > 0 makes single/fenced WAIT for that many replicas
 	// within WaitTimeout after acquiring (Redisson's checkLockSyncedSlaves).
-	WaitReplicas int           `json:"wait_replicas,omitempty"`
-	WaitTimeout  time.Duration `json:"wait_timeout,omitempty"`
+	WaitReplicas int        `json:"wait_replicas,omitempty"`
+	WaitTimeout  spans.Span `json:"wait_timeout,omitzero"`
 	// NodeTimeout bounds one request to one node (redlock, redsync).
-	NodeTimeout time.Duration `json:"node_timeout,omitempty"`
-	// DriftFactor/DriftFixed override the clock-drift allowance when set.
-	DriftFactor *float64       `json:"drift_factor,omitempty"`
-	DriftFixed  *time.Duration `json:"drift_fixed,omitempty"`
+	NodeTimeout spans.Span `json:"node_timeout,omitzero"`
+	// DriftFactor overrides the clock-drift allowance's factor when set
+	// (lock.WithDrift; default lock.DefaultOptions().DriftFactor).
+	DriftFactor *float64 `json:"drift_factor,omitempty"`
 	// SetNXOnExtend turns on redsync's WithSetNXOnExtend (redsync #147).
 	SetNXOnExtend bool `json:"setnx_on_extend,omitempty"`
-	// Permits a semaphore is set up with (semaphore kinds only, ≥ 1).
+	// Permits a semaphore is set up with (semaphore kinds only, ≥ 1; a
+	// plan's default is 2).
 	Permits int `json:"permits,omitempty"`
 	// ThreadWaitTime is the fair lock's threadWaitTime (0: Redisson's 5 s).
-	ThreadWaitTime time.Duration `json:"thread_wait_time,omitempty"`
+	ThreadWaitTime spans.Span `json:"thread_wait_time,omitzero"`
 }
+
+// Resolve is o with every relative span resolved against ttl: a client
+// whose lease is not the plan's TTL keeps the durations the plan meant.
+func (o Options) Resolve(ttl time.Duration) Options {
+	for _, s := range []*spans.Span{&o.WaitTimeout, &o.NodeTimeout, &o.ThreadWaitTime} {
+		*s = spans.Fixed(s.Resolve(ttl))
+	}
+	return o
+}
+
+// Spec is a lock described as data, as it travels to the client that
+// builds it (in the harness or in a worker process): its Options and its
+// TTL, against which relative spans of the Options resolve.
+type Spec struct {
+	Options
+	TTL time.Duration `json:"ttl"`
+	// DriftFixed overrides the fixed part of the clock-drift allowance
+	// when set (not a plan field: plans set drift_factor only).
+	DriftFixed *time.Duration `json:"drift_fixed,omitempty"`
+}
+
+// span is d under the spec's TTL.
+func (s Spec) span(d spans.Span) time.Duration { return d.Resolve(s.TTL) }
 
 // Kind is the shape of what a variant builds: a lock.Locker, or one of the
 // siblings of package lock for synchronizers a Locker does not fit.
@@ -78,10 +106,30 @@ type Info struct {
 	AllNodes bool
 	// Broken: a recipe kept on purpose to show its failure.
 	Broken bool
+	// CrossSlot: the variant's script touches keys in different hash
+	// slots, which a Redis Cluster refuses (CROSSSLOT).
+	CrossSlot bool
 	// Kind is what Build makes ("" is KindLock).
 	Kind Kind
 	Doc  string
+	// Steps are the lock steps the variant reports through
+	// lock.Options.Hook (a watchdog: those of the variant it wraps), where
+	// a step-pause or step-crash fault can stop a client. A hunt draws
+	// from them as well as from the workload's own steps.
+	Steps []LockStep
 }
+
+// LockStep is a step a variant reports to its lock.StepHook.
+type LockStep struct {
+	Name string
+	// Acquiring: the step comes inside Acquire, on the client's way to a
+	// grant (the servers' grant in hand, or a place in a queue); otherwise
+	// it comes inside Release.
+	Acquiring bool
+}
+
+// granted is the step every production variant and adapter reports.
+var granted = []LockStep{{Name: lock.StepGranted, Acquiring: true}}
 
 // PrimitiveFunc makes a variant of a kind other than KindLock; it returns
 // the sibling interface its Kind names.
@@ -102,15 +150,15 @@ type entry struct {
 var (
 	mu       sync.RWMutex
 	registry = map[string]entry{
-		"single": {Info{Doc: "SET NX PX, Lua compare-and-delete release (optionally WAIT for replicas)"},
+		"single": {Info{Steps: granted, Doc: "SET NX PX, Lua compare-and-delete release (optionally WAIT for replicas)"},
 			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 				return single.New(c[0], key, s.TTL, o...)
 			}, nil},
-		"fenced": {Info{Doc: "single plus a fencing token from INCR in the acquire script"},
+		"fenced": {Info{CrossSlot: true, Steps: granted, Doc: "single plus a fencing token from INCR in the acquire script"},
 			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 				return fenced.New(c[0], key, s.TTL, o...)
 			}, nil},
-		"redlock": {Info{AllNodes: true, Doc: "Redlock over N independent masters, quorum N/2+1, validity check"},
+		"redlock": {Info{AllNodes: true, Steps: granted, Doc: "Redlock over N independent masters, quorum N/2+1, validity check"},
 			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 				return redlock.New(c, key, s.TTL, o...)
 			}, nil},
@@ -120,23 +168,23 @@ var (
 			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 				return reentrant.New(c[0], key, s.TTL, o...)
 			}, nil},
-		"redsync": {Info{AllNodes: true, Doc: "adapter: go-redsync/redsync v4 (Redlock)"},
+		"redsync": {Info{AllNodes: true, Steps: granted, Doc: "adapter: go-redsync/redsync v4 (Redlock)"},
 			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 				return adapters.NewRedsync(c, key, s.TTL, o...)
 			}, nil},
-		"redislock": {Info{Doc: "adapter: bsm/redislock (single node, no elapsed-time check)"},
+		"redislock": {Info{Steps: granted, Doc: "adapter: bsm/redislock (single node, no elapsed-time check)"},
 			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 				return adapters.NewRedislock(c[0], key, s.TTL, o...)
 			}, nil},
-		"fair": {Info{Doc: "Redisson RFairLock (Redisson's queue script before #1104): FIFO queue of waiters with per-waiter timeouts, threadWaitTime"},
+		"fair": {Info{Steps: []LockStep{{Name: fair.StepQueued, Acquiring: true}}, Doc: "Redisson RFairLock (Redisson's queue script before #1104): FIFO queue of waiters with per-waiter timeouts, threadWaitTime"},
 			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 				return fair.New(c[0], key, s.TTL, o...)
 			}, nil},
-		"multi": {Info{AllNodes: true, Doc: "Redisson MultiLock: every node must grant, one after the other"},
+		"multi": {Info{AllNodes: true, Steps: granted, Doc: "Redisson MultiLock: every node must grant, one after the other"},
 			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 				return multilock.NewMulti(c, key, s.TTL, o...)
 			}, nil},
-		"redisson-redlock": {Info{AllNodes: true, Doc: "Redisson RedissonRedLock: N/2+1 nodes one after the other, wait-time budget, no validity check"},
+		"redisson-redlock": {Info{AllNodes: true, Steps: granted, Doc: "Redisson RedissonRedLock: N/2+1 nodes one after the other, wait-time budget, no validity check"},
 			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 				return multilock.NewRedLock(c, key, s.TTL, o...)
 			}, nil},
@@ -168,8 +216,16 @@ func init() {
 		recipes.NameLuaTimestamp:    "the Lua version of the timestamp recipe (as a blog post on expiry-timestamp locks gives it): still clock dependent",
 		recipes.NameTimerRenew:      "renewal timer whose HEXISTS on a string key never renews, silently",
 	}
+	afterSetNX := LockStep{Name: recipes.StepAfterSetNX, Acquiring: true}
+	beforeGetSet := LockStep{Name: recipes.StepBeforeGetSet, Acquiring: true}
+	betweenGetAndDel := LockStep{Name: recipes.StepBetweenGetAndDel}
+	steps := map[string][]LockStep{
+		recipes.NameSetNXExpire:     {afterSetNX},
+		recipes.NameCheckThenDel:    {betweenGetAndDel},
+		recipes.NameGetSetTimestamp: {beforeGetSet, betweenGetAndDel},
+	}
 	for _, name := range recipes.Names {
-		registry[name] = entry{Info{Broken: true, Doc: docs[name]},
+		registry[name] = entry{Info{Broken: true, Doc: docs[name], Steps: steps[name]},
 			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 				return recipes.New(s.Variant, c[0], key, s.TTL, o...)
 			}, nil}
@@ -223,31 +279,39 @@ func Lookup(name string) (Info, error) {
 	return e.info, nil
 }
 
-// Kind is the kind of s's variant (KindLock for an unknown one: Validate
+// Kind is the kind of o's variant (KindLock for an unknown one: Validate
 // reports that).
-func (s Spec) Kind() Kind {
-	i, err := Lookup(s.Variant)
+func (o Options) Kind() Kind {
+	i, err := Lookup(o.Variant)
 	if err != nil {
 		return KindLock
 	}
 	return i.Kind
 }
 
-// AllNodes reports whether s needs a client per node rather than one.
-func (s Spec) AllNodes() bool {
-	name := s.Variant
+// AllNodes reports whether the lock needs a client per node rather than one.
+func (o Options) AllNodes() bool { return o.talks().AllNodes }
+
+// CrossSlot reports whether the lock's scripts touch keys in different
+// hash slots (Info.CrossSlot), so that a Redis Cluster refuses them.
+func (o Options) CrossSlot() bool { return o.talks().CrossSlot }
+
+// talks is the Info of the variant that talks to Redis: a watchdog's
+// inner one.
+func (o Options) talks() Info {
+	name := o.Variant
 	if name == "watchdog" {
-		name = s.inner()
+		name = o.inner()
 	}
 	i, _ := Lookup(name)
-	return i.AllNodes
+	return i
 }
 
-func (s Spec) inner() string {
-	if s.Inner == "" {
+func (o Options) inner() string {
+	if o.Inner == "" {
 		return "single"
 	}
-	return s.Inner
+	return o.Inner
 }
 
 // Validate checks s without building anything.
@@ -283,7 +347,7 @@ func (s Spec) Validate() error {
 	if s.SetNXOnExtend && base != "redsync" {
 		return fmt.Errorf("lock %s: setnx_on_extend applies only to redsync", s.Variant)
 	}
-	if s.NodeTimeout < 0 {
+	if s.span(s.NodeTimeout) < 0 {
 		return fmt.Errorf("lock %s: node_timeout %v is negative", s.Variant, s.NodeTimeout)
 	}
 	if kind := s.Kind(); kind == KindSemaphore && s.Permits < 1 {
@@ -291,10 +355,10 @@ func (s Spec) Validate() error {
 	} else if kind != KindSemaphore && s.Permits != 0 {
 		return fmt.Errorf("lock %s: permits applies only to semaphores", s.Variant)
 	}
-	if s.ThreadWaitTime != 0 && base != "fair" {
+	if !s.ThreadWaitTime.IsZero() && base != "fair" {
 		return fmt.Errorf("lock %s: thread_wait_time applies only to fair", s.Variant)
 	}
-	if s.ThreadWaitTime < 0 {
+	if s.span(s.ThreadWaitTime) < 0 {
 		return fmt.Errorf("lock %s: thread_wait_time %v is negative", s.Variant, s.ThreadWaitTime)
 	}
 	return nil
@@ -369,18 +433,18 @@ func (s Spec) options() (common, specific []lock.Option) {
 		}
 		o = append(o, lock.WithDrift(f, x))
 	}
-	if s.NodeTimeout > 0 {
-		o = append(o, lock.WithNodeTimeout(s.NodeTimeout))
+	if d := s.span(s.NodeTimeout); d > 0 {
+		o = append(o, lock.WithNodeTimeout(d))
 	}
 	var v []lock.Option
 	if s.WaitReplicas > 0 {
-		v = append(v, single.WithWait(s.WaitReplicas, s.WaitTimeout))
+		v = append(v, single.WithWait(s.WaitReplicas, s.span(s.WaitTimeout)))
 	}
 	if s.SetNXOnExtend {
 		v = append(v, adapters.RedsyncOptions(redsync.WithSetNXOnExtend()))
 	}
-	if s.ThreadWaitTime > 0 {
-		v = append(v, fair.WithThreadWaitTime(s.ThreadWaitTime))
+	if d := s.span(s.ThreadWaitTime); d > 0 {
+		v = append(v, fair.WithThreadWaitTime(d))
 	}
 	return o, v
 }

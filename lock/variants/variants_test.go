@@ -13,6 +13,7 @@ import (
 	"github.com/tumbler-dev/tumbler/internal/redistest"
 	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/lock/locktest"
+	"github.com/tumbler-dev/tumbler/spans"
 )
 
 // TestEveryVariantBuildsAndLocks builds each registered variant on real
@@ -24,9 +25,9 @@ func TestEveryVariantBuildsAndLocks(t *testing.T) {
 	clients := locktest.Clients(t, redistest.Addrs(servers))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	specs := []Spec{{Variant: "watchdog", Inner: "redlock", TTL: time.Second}}
+	specs := []Spec{{Options: Options{Variant: "watchdog", Inner: "redlock"}, TTL: time.Second}}
 	for _, n := range Names() {
-		s := Spec{Variant: n, TTL: time.Second}
+		s := Spec{Options: Options{Variant: n}, TTL: time.Second}
 		if s.Kind() == KindSemaphore {
 			s.Permits = 1
 		}
@@ -110,16 +111,16 @@ func TestSpecErrorsNameTheProblem(t *testing.T) {
 		spec Spec
 		want string
 	}{
-		{Spec{Variant: "nope", TTL: time.Second}, "unknown lock \"nope\" (valid: "},
-		{Spec{Variant: "single"}, "ttl 0s must be positive"},
-		{Spec{Variant: "watchdog", Inner: "watchdog", TTL: time.Second}, "inner cannot be watchdog"},
-		{Spec{Variant: "single", Inner: "redlock", TTL: time.Second}, "inner applies only to watchdog"},
-		{Spec{Variant: "redlock", WaitReplicas: 1, TTL: time.Second}, "wait_replicas applies only to single and fenced"},
-		{Spec{Variant: "redlock", SetNXOnExtend: true, TTL: time.Second}, "setnx_on_extend applies only to redsync"},
-		{Spec{Variant: "semaphore", TTL: time.Second}, "permits 0, want at least 1"},
-		{Spec{Variant: "single", Permits: 2, TTL: time.Second}, "permits applies only to semaphores"},
-		{Spec{Variant: "single", ThreadWaitTime: time.Second, TTL: time.Second}, "thread_wait_time applies only to fair"},
-		{Spec{Variant: "watchdog", Inner: "latch", TTL: time.Second}, "inner latch is a latch, not a lock"},
+		{Spec{Options: Options{Variant: "nope"}, TTL: time.Second}, "unknown lock \"nope\" (valid: "},
+		{Spec{Options: Options{Variant: "single"}}, "ttl 0s must be positive"},
+		{Spec{Options: Options{Variant: "watchdog", Inner: "watchdog"}, TTL: time.Second}, "inner cannot be watchdog"},
+		{Spec{Options: Options{Variant: "single", Inner: "redlock"}, TTL: time.Second}, "inner applies only to watchdog"},
+		{Spec{Options: Options{Variant: "redlock", WaitReplicas: 1}, TTL: time.Second}, "wait_replicas applies only to single and fenced"},
+		{Spec{Options: Options{Variant: "redlock", SetNXOnExtend: true}, TTL: time.Second}, "setnx_on_extend applies only to redsync"},
+		{Spec{Options: Options{Variant: "semaphore"}, TTL: time.Second}, "permits 0, want at least 1"},
+		{Spec{Options: Options{Variant: "single", Permits: 2}, TTL: time.Second}, "permits applies only to semaphores"},
+		{Spec{Options: Options{Variant: "single", ThreadWaitTime: spans.Fixed(time.Second)}, TTL: time.Second}, "thread_wait_time applies only to fair"},
+		{Spec{Options: Options{Variant: "watchdog", Inner: "latch"}, TTL: time.Second}, "inner latch is a latch, not a lock"},
 	}
 	for _, c := range cases {
 		err := c.spec.Validate()
@@ -127,7 +128,7 @@ func TestSpecErrorsNameTheProblem(t *testing.T) {
 			t.Errorf("Validate(%+v) = %v, want an error containing %q", c.spec, err, c.want)
 		}
 	}
-	if _, err := Build(Spec{Variant: "single", TTL: time.Second}, nil, "k"); !errors.Is(err, lock.ErrConfig) {
+	if _, err := Build(Spec{Options: Options{Variant: "single"}, TTL: time.Second}, nil, "k"); !errors.Is(err, lock.ErrConfig) {
 		t.Errorf("Build with no clients: err = %v, want ErrConfig", err)
 	}
 }
@@ -142,7 +143,7 @@ func TestRegisterOwnLock(t *testing.T) {
 	built := 0
 	err := Register(Info{Name: name, Doc: "a user's lock"}, func(s Spec, cs []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 		built++
-		return Build(Spec{Variant: "single", TTL: s.TTL}, cs, key, o...)
+		return Build(Spec{Options: Options{Variant: "single"}, TTL: s.TTL}, cs, key, o...)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +157,7 @@ func TestRegisterOwnLock(t *testing.T) {
 	if i, err := Lookup(name); err != nil || i.Doc != "a user's lock" {
 		t.Fatalf("Lookup = %+v, %v", i, err)
 	}
-	l, err := Build(Spec{Variant: name, TTL: time.Second}, []redis.UniversalClient{c}, "own")
+	l, err := Build(Spec{Options: Options{Variant: name}, TTL: time.Second}, []redis.UniversalClient{c}, "own")
 	if err != nil || built != 1 {
 		t.Fatalf("Build = %v (built %d times)", err, built)
 	}

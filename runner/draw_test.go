@@ -1,0 +1,80 @@
+package runner
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tumbler-dev/tumbler/nemesis"
+)
+
+// TestDrawnFaultsArmTheLocksOwnSteps: a drawn schedule arms the steps the
+// lock reports (a watchdog: its inner lock's) as well as the workload's,
+// and no other; a step on the way to a grant is armed on every client at
+// once, a step of the release on the holder of a grant.
+func TestDrawnFaultsArmTheLocksOwnSteps(t *testing.T) {
+	for lock, want := range map[string]string{"setnx-expire": "after-setnx", "check-then-del": "between-get-and-del", "watchdog": "granted", "reentrant": ""} {
+		p, err := Adhoc{Lock: lock, TTL: time.Second, TimeLimit: 20 * time.Second, Clients: 3}.Plan()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]int{}
+		for seed := int64(1); seed <= 20; seed++ {
+			q, err := p.WithDrawnFaults(seed, Draw{Kinds: []nemesis.Kind{nemesis.StepCrash}})
+			if err != nil {
+				t.Fatalf("%s seed %d: %v", lock, seed, err)
+			}
+			for _, f := range q.Faults {
+				seen[f.LockStep]++
+				if strings.HasPrefix(f.LockStep, "workload:") || f.Clients != nil && len(f.Clients) == 1 {
+					continue
+				}
+				grantStep := f.LockStep == "after-setnx" || f.LockStep == "granted"
+				if grantStep != (len(f.Clients) == 3) || grantStep == (f.Client == nemesis.Holder) {
+					t.Errorf("%s seed %d: step %q armed on clients %v / %q", lock, seed, f.LockStep, f.Clients, f.Client)
+				}
+			}
+		}
+		for step := range seen {
+			if step != want && !strings.HasPrefix(step, "workload:") {
+				t.Errorf("%s: armed at %q, a step it does not report", lock, step)
+			}
+		}
+		if want != "" && seen[want] == 0 {
+			t.Errorf("%s: never armed at its step %q (armed: %v)", lock, want, seen)
+		}
+	}
+}
+
+// TestLatchDrawsUnaimed: a latch grants nothing, so no drawn step waits
+// for a grant or targets a holder (each would wait for a grant that never
+// comes and be skipped).
+func TestLatchDrawsUnaimed(t *testing.T) {
+	raw, err := os.ReadFile("../scenarios/catalog/latch-failover.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row struct{ Plan json.RawMessage }
+	if err := json.Unmarshal(raw, &row); err != nil {
+		t.Fatal(err)
+	}
+	base, err := ParsePlan(row.Plan, "latch-failover")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seed := int64(1); seed <= 20; seed++ {
+		p := base
+		p.Seed = seed
+		steps, err := p.drawFaults(Draw{Kinds: []nemesis.Kind{nemesis.Failover}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range steps {
+			if st.Trigger != "" || st.Client == nemesis.Holder {
+				t.Fatalf("seed %d: a latch plan drew a step aimed at a grant: %+v", seed, st)
+			}
+		}
+	}
+}
