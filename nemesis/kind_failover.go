@@ -38,10 +38,16 @@ const (
 	ViaTakeover    = Via(cluster.FailoverTakeover)
 )
 
+// primaryFinder finds the primary of a node's group or shard of the
+// moment; *cluster.Cluster is one.
+type primaryFinder interface {
+	PrimaryOf(ctx context.Context, node string) (string, error)
+}
+
 // shardControl is what a failover in a Redis Cluster needs beyond
 // Cluster; *cluster.Cluster has it.
 type shardControl interface {
-	PrimaryOf(ctx context.Context, node string) (string, error)
+	primaryFinder
 	ClusterFailover(ctx context.Context, replica string, mode cluster.ClusterFailoverMode) error
 }
 
@@ -162,9 +168,7 @@ func (failover) apply(r *runner, i int, _ target) error {
 		targets, candidates = c.Nodes, c.Nodes
 		for _, n := range targets {
 			old := w.primary
-			if g, ok := r.env.Cluster.(interface {
-				PrimaryOf(context.Context, string) (string, error)
-			}); ok && groups {
+			if g, ok := r.env.Cluster.(primaryFinder); ok && groups {
 				if old, err = g.PrimaryOf(r.ctx, n); err != nil {
 					return err
 				}
@@ -279,10 +283,11 @@ func describeFailover(c *compiled, olds, links []string) string {
 	if len(olds) > 0 {
 		primary += " " + olds[0]
 	}
+	if c.topology.Kind == cluster.RedisCluster {
+		return describeShardFailover(c, "", nil)
+	}
 	var how string
 	switch c.Via {
-	case ViaCoordinated, ViaForce, ViaTakeover:
-		return describeShardFailover(c, "", nil)
 	case ViaKill:
 		how = "kill " + primary + " and let Sentinel fail over"
 	case ViaSentinel:

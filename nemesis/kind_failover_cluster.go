@@ -108,7 +108,7 @@ func applyShardFailover(r *runner, i int) error {
 func describeShardFailover(c *compiled, old string, candidates []string) string {
 	primary, replica := "the shard's primary", "a replica"
 	if old != "" {
-		primary = old
+		primary += " " + old
 	}
 	if len(candidates) > 0 {
 		replica = list(candidates)
@@ -116,7 +116,7 @@ func describeShardFailover(c *compiled, old string, candidates []string) string 
 	var how string
 	switch c.Via {
 	case ViaKill:
-		how = fmt.Sprintf("kill the shard's primary %s and let the cluster promote a replica", old)
+		how = fmt.Sprintf("kill %s and let the cluster promote a replica", primary)
 	case ViaCoordinated:
 		how = fmt.Sprintf("CLUSTER FAILOVER on %s, replica of %s", replica, primary)
 	default:

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/workloads"
@@ -300,5 +301,33 @@ func TestClusterFailoverRules(t *testing.T) {
 	links, err := w.resolveLinks(&compiled{shape: ShapeIsolate}, target{nodes: []string{"n2"}})
 	if err != nil || strings.Join(links, ",") != "c0->n2,c1->n2,peer->n2,bus->n2" {
 		t.Errorf("isolate n2 in a cluster: %v, %v", links, err)
+	}
+}
+
+// TestFailoverPlannedSentence: before a failover applies (or when it is
+// skipped) its sentence says who promotes the replica in that topology.
+func TestFailoverPlannedSentence(t *testing.T) {
+	c31 := Setup{Topology: cluster.Topology{Kind: cluster.RedisCluster, N: 3, Replicas: 1}, Clients: 2}
+	sen := Setup{Topology: cluster.Topology{Kind: cluster.Replicated, N: 1, Sentinels: true}, Clients: 2}
+	for _, tc := range []struct {
+		setup Setup
+		step  Step
+		want  string
+	}{
+		{c31, Step{Fault: Failover, Via: ViaKill, Nodes: []string{"n2"}},
+			"kill the shard's primary and let the cluster promote a replica"},
+		{c31, Step{Fault: Failover, Via: ViaTakeover, Nodes: []string{"n2"}},
+			"CLUSTER FAILOVER TAKEOVER on a replica, replica of the shard's primary"},
+		{sen, Step{Fault: Failover, Via: ViaKill},
+			"kill the primary and let Sentinel fail over"},
+	} {
+		tc.step.At = Fixed(time.Second)
+		c, err := compileStep(0, tc.step, time.Second, tc.setup)
+		if err != nil {
+			t.Fatalf("%+v: %v", tc.step, err)
+		}
+		if got := c.kind.describe(c, target{nodes: c.Nodes}); got != tc.want {
+			t.Errorf("%s via %s: %q, want %q", tc.setup.Topology, tc.step.Via, got, tc.want)
+		}
 	}
 }

@@ -32,6 +32,9 @@ type compiled struct {
 	mode                                                                 cluster.CutMode
 	dir                                                                  cluster.Direction
 	at, dur, timeout, latency, jitter, delay, offset, strobe, lag, pause time.Duration
+	// topology is the one the step was compiled for, so a sentence
+	// written before the step applies can name what it will do there.
+	topology cluster.Topology
 }
 
 // name is how errors and records refer to the step: numbered from 1.
@@ -138,7 +141,7 @@ func splitmix(x uint64) uint64 {
 }
 
 func compileStep(i int, st Step, ttl time.Duration, s Setup) (*compiled, error) {
-	c := &compiled{Step: st, idx: i}
+	c := &compiled{Step: st, idx: i, topology: s.Topology}
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("step %d (%s): %s", i+1, st.Fault, fmt.Sprintf(format, args...))
 	}
