@@ -102,6 +102,9 @@ type Cluster struct {
 	// announce, which is where Sentinel says they are.
 	remote   bool
 	announce map[string]string
+	// persistKnown: every data node's persist is its real mode (false for
+	// an adopted deployment whose config declares none).
+	persistKnown bool
 
 	// sec is how the servers are secured and logged in to; secretDir is the
 	// private directory of their secret files ("" if none), outside dir.
@@ -212,7 +215,8 @@ func Start(ctx context.Context, spec Spec) (*Cluster, error) {
 		}
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	c := &Cluster{spec: spec, topo: spec.Topology, prov: spec.Provider, sec: sec, nodes: map[string]*node{}, proxies: map[string]linkProxy{}}
+	c := &Cluster{spec: spec, topo: spec.Topology, prov: spec.Provider, sec: sec, nodes: map[string]*node{}, proxies: map[string]linkProxy{},
+		persistKnown: persistenceGiven || !adopted}
 	if err := c.start(ctx, persistenceGiven); err != nil {
 		return nil, errors.Join(sec.redactErr(err), c.Close())
 	}
@@ -937,6 +941,20 @@ func (c *Cluster) Up(name string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.up
+}
+
+// Persistence is the mode data node name runs with now (it changes when a
+// restart names another), and whether that is known: an adopted deployment
+// whose config declares no persistence is taken as "none" for the harness's
+// own restarts, but what it really writes is not known.
+func (c *Cluster) Persistence(name string) (Persistence, bool) {
+	n := c.nodes[name]
+	if n == nil || n.sentinel {
+		return "", false
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.persist, c.persistKnown
 }
 
 func tailOf(path string) string {

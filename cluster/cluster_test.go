@@ -604,6 +604,26 @@ func TestRestartWithAOFKeepsKeys(t *testing.T) {
 	if n := direct(t, c, "n1").DBSize(ctx).Val(); n != 0 {
 		t.Errorf("n1 has %d keys after restarting with none", n)
 	}
+	if p, known := c.Persistence("n1"); p != PersistNone || !known {
+		t.Errorf("n1's persistence after restarting with none: %q, known %v", p, known)
+	}
+	// A node that ran without persistence wrote no AOF: restarted in an
+	// AOF mode it comes back empty, and runs in that mode from then on.
+	if err := direct(t, c, "n1").Set(ctx, "lost", 1, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Restart(ctx, "n1", RestartOptions{Persistence: AOFAlways}); err != nil {
+		t.Fatal(err)
+	}
+	if n := direct(t, c, "n1").DBSize(ctx).Val(); n != 0 {
+		t.Errorf("n1 has %d keys after running without persistence and restarting in aof-always, want 0", n)
+	}
+	if p, _ := c.Persistence("n1"); p != AOFAlways {
+		t.Errorf("n1's persistence after restarting in aof-always: %q", p)
+	}
+	if p, known := c.Persistence("n2"); p != AOFEverySec || !known {
+		t.Errorf("n2's persistence: %q, known %v, want aof-everysec", p, known)
+	}
 }
 
 func TestPauseResume(t *testing.T) {

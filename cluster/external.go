@@ -680,6 +680,7 @@ func (c *Cluster) adopt(ctx context.Context, a adopter, persistenceGiven bool) e
 		c.announce[name] = a
 	}
 	if !persistenceGiven && ad.persistence != "" {
+		c.persistKnown = true
 		c.spec.Persistence = ad.persistence
 		for _, name := range c.order {
 			c.nodes[name].persist = ad.persistence

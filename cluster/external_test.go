@@ -320,6 +320,9 @@ func TestExternalIndependent(t *testing.T) {
 		if err := dial(t, n1via, time.Second).Get(ctx, "k").Err(); err == nil {
 			t.Fatal("k survived a restart of a node without persistence")
 		}
+		if m, known := c.Persistence("n1"); m != PersistNone || !known {
+			t.Errorf("persistence of a deployment that declares none: %q, known %v", m, known)
+		}
 		// The deployment runs without persistence: an AOF restart is
 		// refused before anything is killed.
 		pid = dep.pid("n1")
@@ -420,6 +423,7 @@ func TestExternalReplicated(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := dep.config("replicated:1", map[string]ExternalLink{"c0->p": {}, "c0->r1": {}, "r1->p": {}})
+	cfg.Persistence = "" // undeclared: what the deployment writes is not known
 	c, err := Start(ctx, Spec{Topology: cfg.Topology, Clients: 1, Provider: mustExternal(t, cfg)})
 	if err != nil {
 		t.Fatal(err)
@@ -427,6 +431,9 @@ func TestExternalReplicated(t *testing.T) {
 	t.Cleanup(func() { _ = c.Close() })
 	if got, _ := c.Primary(ctx); got != "p" {
 		t.Fatalf("Primary() = %s", got)
+	}
+	if m, known := c.Persistence("p"); known {
+		t.Errorf("persistence of a deployment that declares none: %q, known", m)
 	}
 	pvia, _ := c.ClientAddr(0, "p")
 	p := dial(t, pvia, 2*time.Second)

@@ -82,8 +82,9 @@
 //	      latency, jitter; for > 0
 //	    needs: links (clients, or replication)
 //	kill
-//	    SIGKILLs nodes and starts them again after "for" (with
-//	      "persistence": none comes back empty, an AOF mode loads its file;
+//	    SIGKILLs nodes and starts them again after "for" ("persistence" is
+//	      the mode they run in from then on: none comes back empty, an AOF
+//	      mode loads the AOF a node wrote before the kill, if it wrote one;
 //	      by default the node's own)
 //	    takes: nodes, node, persistence; for > 0
 //	    needs: provider control kill/start
@@ -210,8 +211,8 @@
 // (first) client hit. An apply that failed has Error on the start record,
 // and what did apply is healed at once; a heal that failed has Error on
 // the stop record. A skipped step (no grant in time, nobody holding the
-// key) gets a start and a stop of type fail at the same instant with the
-// reason in Error. The stop of a failover says in Value what came of it
+// key, a node to promote by hand that is the primary already) gets a start
+// and a stop of type fail at the same instant with the reason in Error. The stop of a failover says in Value what came of it
 // ("r1 took over from p 3.1s after the kill").
 //
 // # Timing

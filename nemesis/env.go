@@ -23,6 +23,9 @@ type Cluster interface {
 	StartNode(ctx context.Context, name string) error
 	Restart(ctx context.Context, name string, o cluster.RestartOptions) error
 	Up(name string) bool
+	// Persistence is the mode data node name runs with now, and whether
+	// that is known (see cluster.Cluster.Persistence).
+	Persistence(name string) (cluster.Persistence, bool)
 	Pause(name string) error
 	Resume(name string) error
 	SetClock(name string, offset time.Duration) error

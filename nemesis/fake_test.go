@@ -38,6 +38,7 @@ type fakeCluster struct {
 	fail     map[string]error // call name → error to return
 	// startDelay is how long a node takes to start.
 	startDelay time.Duration
+	persist    map[string]cluster.Persistence // node → mode; none if absent
 }
 
 func newFakeCluster(t testing.TB, topo string, clients int) *fakeCluster {
@@ -204,6 +205,12 @@ func (f *fakeCluster) Restart(ctx context.Context, name string, o cluster.Restar
 	f.mu.Lock()
 	err := f.log("restart %s %s %v", name, o.Persistence, o.Delay)
 	f.down[name] = true
+	if o.Persistence != "" {
+		if f.persist == nil {
+			f.persist = map[string]cluster.Persistence{}
+		}
+		f.persist[name] = o.Persistence
+	}
 	f.mu.Unlock()
 	if err != nil {
 		return err
@@ -212,6 +219,17 @@ func (f *fakeCluster) Restart(ctx context.Context, name string, o cluster.Restar
 		return err
 	}
 	return f.start(ctx, name)
+}
+
+// Persistence: the fake's nodes run without persistence unless persist
+// says otherwise; a restart that names a mode switches to it.
+func (f *fakeCluster) Persistence(name string) (cluster.Persistence, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if p, ok := f.persist[name]; ok {
+		return p, true
+	}
+	return cluster.PersistNone, true
 }
 
 func (f *fakeCluster) Up(name string) bool {

@@ -40,6 +40,10 @@ type target struct {
 	// role says how a selector chose the nodes, for the sentence ("" for
 	// nodes named in the plan).
 	role string
+	// prior: for a kind that stops nodes, the persistence every one of
+	// them ran with before the step, when known and the same for all;
+	// "" otherwise (the sentence then says what the plan says).
+	prior cluster.Persistence
 }
 
 // apply starts step i's fault. The kind registers each undo as soon as the
@@ -57,6 +61,9 @@ func (r *runner) apply(i int, h hit) error {
 		st.client = t.clients[0]
 	}
 	st.fault.Targets = append(slices.Clone(t.nodes), clientNames(t.clients)...)
+	if c.kind.traits().lifecycle {
+		t.prior = r.priorPersistence(t.nodes)
+	}
 	st.fault.Desc = c.kind.describe(c, t)
 	return c.kind.apply(r, i, t)
 }
@@ -98,6 +105,53 @@ func (r *runner) resolve(c *compiled, h hit) (target, error) {
 		}
 	}
 	return t, nil
+}
+
+// priorPersistence is the mode every one of nodes runs with now, if it is
+// known and the same for all, else "".
+func (r *runner) priorPersistence(nodes []string) cluster.Persistence {
+	var p cluster.Persistence
+	for k, n := range nodes {
+		m, known := r.env.Cluster.Persistence(n)
+		if !known || m == "" || (k > 0 && m != p) {
+			return ""
+		}
+		p = m
+	}
+	return p
+}
+
+// startText says how a kill or restart brings its nodes back: what they
+// come back with and the mode they run with from then on. Resolved, it
+// goes by the mode they ran with before the kill (t.prior): a node that
+// ran without persistence wrote no AOF, so whatever mode the step names it
+// comes back empty. Unresolved (a plan, a skipped step), it says what the
+// plan asks for.
+func startText(c *compiled, t target) string {
+	next := c.Persistence
+	if t.prior == "" {
+		switch next {
+		case "":
+			return "with its persistence"
+		case cluster.PersistNone:
+			return "empty"
+		}
+		return "in " + string(next) + " (from its AOF, if it wrote one)"
+	}
+	if next == "" {
+		next = t.prior
+	}
+	switch {
+	case next == cluster.PersistNone && t.prior == cluster.PersistNone:
+		return "empty (it runs without persistence)"
+	case next == cluster.PersistNone:
+		return "empty (its " + string(t.prior) + " files wiped)"
+	case t.prior == cluster.PersistNone:
+		return "empty (it ran without persistence, so wrote no AOF), in " + string(next) + " from then on"
+	case next == t.prior:
+		return "from its AOF (" + string(next) + ")"
+	}
+	return "from the AOF it wrote in " + string(t.prior) + ", in " + string(next) + " from then on"
 }
 
 // holding is the lease the step's selectors go by: the one its trigger saw

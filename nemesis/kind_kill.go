@@ -15,7 +15,7 @@ type kill struct{ kindBase }
 func (kill) kind() Kind { return Kill }
 
 func (kill) doc() string {
-	return "SIGKILLs nodes and starts them again after \"for\" (with \"persistence\": none comes back empty, an AOF mode loads its file; by default the node's own)"
+	return "SIGKILLs nodes and starts them again after \"for\" (\"persistence\" is the mode they run in from then on: none comes back empty, an AOF mode loads the AOF a node wrote before the kill, if it wrote one; by default the node's own)"
 }
 
 func (kill) targets() targetKind { return targetsNodes }
@@ -49,11 +49,7 @@ func (kill) apply(r *runner, i int, t target) error {
 }
 
 func (kill) describe(c *compiled, t target) string {
-	how := "with its persistence"
-	if c.Persistence != "" {
-		how = "with persistence " + string(c.Persistence)
-	}
-	return fmt.Sprintf("kill %s for %v, then start it again %s", nodesText(c, t), c.dur, how)
+	return fmt.Sprintf("kill %s for %v, then start it again %s", nodesText(c, t), c.dur, startText(c, t))
 }
 
 // draw: aimed at the lease, a node it rests on (the primary, replicated)

@@ -53,16 +53,9 @@ func (restart) apply(r *runner, i int, t target) error {
 }
 
 func (restart) describe(c *compiled, t target) string {
-	how := "with its persistence"
-	switch c.Persistence {
-	case "":
-	case cluster.PersistNone:
-		how = "empty"
-	default:
-		how = "from its AOF (" + string(c.Persistence) + ")"
-	}
+	how := startText(c, t)
 	if c.delay > 0 {
-		return fmt.Sprintf("restart %s %s after %v down", nodesText(c, t), how, c.delay)
+		return fmt.Sprintf("restart %s after %v down, %s", nodesText(c, t), c.delay, how)
 	}
 	return fmt.Sprintf("restart %s %s", nodesText(c, t), how)
 }

@@ -359,7 +359,7 @@ func TestRealLeaseSelector(t *testing.T) {
 	if chosen != "n2" && chosen != "n4" {
 		t.Fatalf("the lease of client 0 rests on n2 and n4; the step restarted %s", chosen)
 	}
-	want := fmt.Sprintf(`restart %s (one of n2, n4 holding client 0's lease on "lock") empty`, chosen)
+	want := fmt.Sprintf(`restart %s (one of n2, n4 holding client 0's lease on "lock") empty (it runs without persistence)`, chosen)
 	if start.Fault.Desc != want {
 		t.Errorf("desc %q, want %q", start.Fault.Desc, want)
 	}

@@ -368,6 +368,39 @@ func TestRunFailoverAfterCuttingReplication(t *testing.T) {
 	}
 }
 
+// TestRunPromoteOfThePrimaryIsSkipped: a promotion by hand of a node that
+// became the primary since the plan was written (Sentinel failed over on
+// its own, as it may during a generated schedule) is skipped and recorded
+// as such, not a harness failure; the rest of the plan runs.
+func TestRunPromoteOfThePrimaryIsSkipped(t *testing.T) {
+	noLeak(t)
+	f := newFakeCluster(t, "replicated:2+sentinels", 1)
+	f.primary = "r1"
+	s := newSink()
+	plan := mustPlan(t, `{"steps":[
+		{"at":"0s","fault":"failover","via":"promote","nodes":["r1"]},
+		{"at":"50ms","fault":"failover","via":"promote","nodes":["r2"]}
+	]}`)
+	if err := Run(context.Background(), plan, fakeEnv(f, nil, nil), s); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	var skipped, promoted bool
+	for _, op := range s.Ops() {
+		switch {
+		case op.Fault.ID == "f1" && op.F == history.Start:
+			skipped = op.Type == history.Fail && op.Error == "skipped: r1 is the primary already"
+		case op.Fault.ID == "f2" && op.F == history.Start:
+			promoted = op.Error == ""
+		}
+	}
+	if !skipped || !promoted {
+		t.Errorf("f1 skipped %v, f2 promoted %v: %v", skipped, promoted, s.Ops())
+	}
+	if got := f.Calls(); !slices.Equal(got, []string{"promote r2"}) {
+		t.Errorf("calls %v, want [promote r2]", got)
+	}
+}
+
 // TestRunFailoverAppliesOnTriggerTimeout: with on_timeout "apply" a failover
 // whose grant never comes still happens once the timeout has passed.
 func TestRunFailoverAppliesOnTriggerTimeout(t *testing.T) {
@@ -457,8 +490,42 @@ func TestRunNodeSelectors(t *testing.T) {
 		t.Fatal(err)
 	}
 	if ops := s.Ops(); len(ops) != 2 || !slices.Equal(ops[0].Fault.Targets, []string{"r2"}) ||
-		ops[0].Fault.Desc != "kill r2 (the primary) for 50ms, then start it again with persistence aof-always" {
+		ops[0].Fault.Desc != "kill r2 (the primary) for 50ms, then start it again empty (it ran without persistence, so wrote no AOF), in aof-always from then on" {
 		t.Errorf("primary kill records: %v", ops)
+	}
+	// Killed again, r2 now has the AOF it wrote since.
+	s = newSink()
+	plan = mustPlan(t, `{"steps":[{"at":"0s","fault":"kill","node":"primary","for":"50ms"}]}`)
+	if err := Run(context.Background(), plan, fakeEnv(f, nil, nil), s); err != nil {
+		t.Fatal(err)
+	}
+	if ops := s.Ops(); len(ops) != 2 || ops[0].Fault.Desc != "kill r2 (the primary) for 50ms, then start it again from its AOF (aof-always)" {
+		t.Errorf("second kill records: %v", ops)
+	}
+}
+
+// TestStartText: what a kill or restart says it brings back, before it is
+// resolved (the plan's words) and after (by the mode the node ran with).
+func TestStartText(t *testing.T) {
+	const none, every, always = cluster.PersistNone, cluster.AOFEverySec, cluster.AOFAlways
+	for _, tc := range []struct {
+		step, prior cluster.Persistence
+		want        string
+	}{
+		{"", "", "with its persistence"},
+		{none, "", "empty"},
+		{always, "", "in aof-always (from its AOF, if it wrote one)"},
+		{"", none, "empty (it runs without persistence)"},
+		{none, none, "empty (it runs without persistence)"},
+		{none, always, "empty (its aof-always files wiped)"},
+		{always, none, "empty (it ran without persistence, so wrote no AOF), in aof-always from then on"},
+		{"", every, "from its AOF (aof-everysec)"},
+		{every, every, "from its AOF (aof-everysec)"},
+		{always, every, "from the AOF it wrote in aof-everysec, in aof-always from then on"},
+	} {
+		if got := startText(&compiled{Step: Step{Persistence: tc.step}}, target{prior: tc.prior}); got != tc.want {
+			t.Errorf("step %q, prior %q: %q, want %q", tc.step, tc.prior, got, tc.want)
+		}
 	}
 }
 
