@@ -302,9 +302,19 @@ func all(n int) []int {
 	return out
 }
 
-// Release unlocks every node. It answers nil when the needed number of
-// nodes released the owner's hold, ErrUnknown when nodes that did not
-// answer could make up the difference, ErrNotHeld otherwise.
+// Release unlocks every node. Its answer says what the release did to the
+// lock as others see it: the owner's holds block everyone else while they
+// are on more than N − need nodes (for MultiLock one node is enough, for
+// RedissonRedLock a quorum). It answers nil when it freed the lock: more
+// than N − need nodes released the owner's hold, and no more than that
+// may still carry it; ErrNotHeld when it cannot have changed anything (the
+// nodes that released it, or may have, are too few to have blocked
+// anyone); ErrUnknown otherwise. For RedissonRedLock that is the quorum
+// rule (nil when a quorum released it); for MultiLock a release that freed
+// some nodes while another had lost the hold (a node restarted empty) is a
+// release, not "not held": the nodes it freed blocked every other owner
+// until then, and calling it "not held" would tell the history it changed
+// nothing.
 func (l *Lock) Release(ctx context.Context, lease lock.Lease) error {
 	if lease.Key != l.key {
 		return fmt.Errorf("%w: lease for key %q given to the lock on %q", lock.ErrNotHeld, lease.Key, l.key)
@@ -312,9 +322,36 @@ func (l *Lock) Release(ctx context.Context, lease lock.Lease) error {
 	if lease.Value != l.owner {
 		return fmt.Errorf("%w: %s %q: lease of owner %q given to owner %q", lock.ErrNotHeld, l.name, l.key, lease.Value, l.owner)
 	}
-	return l.tally("released", l.onNodes(ctx, all(len(l.clients)), func(ctx context.Context, i int) error {
+	errs := l.onNodes(ctx, all(len(l.clients)), func(ctx context.Context, i int) error {
 		return l.subRelease(ctx, i)
-	}))
+	})
+	done, open := count(errs)
+	spare := len(errs) - l.need // nodes the owner may lack and still block no one
+	switch {
+	case done > spare && open <= spare:
+		return nil
+	case done+open > spare:
+		freed := "if no undecided node still carries the hold"
+		if spare > 0 {
+			freed = fmt.Sprintf("if at most %d nodes still carry the hold", spare)
+		}
+		return fmt.Errorf("%w: %s %q released on %d of %d nodes, %d undecided (the lock is free %s): %v", lock.ErrUnknown, l.name, l.key, done, len(errs), open, freed, lastErrs(errs, 3))
+	default:
+		return fmt.Errorf("%w: %s %q released on %d of %d nodes (%d needed to have held it): %v", lock.ErrNotHeld, l.name, l.key, done, len(errs), spare+1, lastErrs(errs, 3))
+	}
+}
+
+// count says how many of errs are nil (done) and how many unknown (open).
+func count(errs []error) (done, open int) {
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			done++
+		case errors.Is(err, lock.ErrUnknown):
+			open++
+		}
+	}
+	return done, open
 }
 
 var renewScript = redis.NewScript(`
@@ -350,15 +387,7 @@ func (l *Lock) Extend(ctx context.Context, lease lock.Lease) (lock.Lease, error)
 }
 
 func (l *Lock) tally(what string, errs []error) error {
-	done, open := 0, 0
-	for _, err := range errs {
-		switch {
-		case err == nil:
-			done++
-		case errors.Is(err, lock.ErrUnknown):
-			open++
-		}
-	}
+	done, open := count(errs)
 	switch {
 	case done >= l.need:
 		return nil

@@ -93,6 +93,51 @@ func TestMultiNeedsEveryNode(t *testing.T) {
 	}
 }
 
+// TestReleaseSaysWhatItFreed: a node that lost the owner's hold (as a
+// node restarted empty does) does not make a release that freed the other
+// nodes "not held": for MultiLock those nodes blocked every other owner
+// until the release, so it changed the lock (a history must not call it
+// a call without effect). For RedissonRedLock on three nodes, one node
+// still holding blocks no one, so freeing it alone is "not held", and
+// freeing two is a release.
+func TestReleaseSaysWhatItFreed(t *testing.T) {
+	servers := redistest.Start(t, 3)
+	cs := locktest.Clients(t, redistest.Addrs(servers))
+	ctx := locktest.Context(t)
+	for _, tc := range []struct {
+		name string
+		f    newFunc
+		lose int // nodes that lose the hold before the release
+		want error
+	}{
+		{"multi, one node lost", NewMulti, 1, nil},
+		{"multi, two nodes lost", NewMulti, 2, nil},
+		{"multi, every node lost", NewMulti, 3, lock.ErrNotHeld},
+		{"redisson-redlock, one node lost", NewRedLock, 1, nil},
+		{"redisson-redlock, two nodes lost", NewRedLock, 2, lock.ErrNotHeld},
+	} {
+		l := build(t, tc.f, cs, "k", 5*time.Second)
+		lease, err := l.Acquire(ctx)
+		if err != nil {
+			t.Fatalf("%s: acquire: %v", tc.name, err)
+		}
+		for _, c := range cs[:tc.lose] {
+			if err := c.Del(ctx, "k").Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err = l.Release(ctx, lease)
+		if (tc.want == nil) != (err == nil) || (tc.want != nil && !errors.Is(err, tc.want)) {
+			t.Errorf("%s: release = %v, want %v", tc.name, err, tc.want)
+		}
+		for i, c := range cs {
+			if n := c.Exists(ctx, "k").Val(); n != 0 {
+				t.Errorf("%s: node %d keeps the key after the release", tc.name, i)
+			}
+		}
+	}
+}
+
 // TestNoValidityCheck: a client stalled after the grants for longer than
 // the nodes' leases still gets the lock, although another client took it
 // meanwhile: RedissonRedLock checks no elapsed time.
