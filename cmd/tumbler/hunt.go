@@ -87,6 +87,9 @@ three attempts in a row.`,
   tumbler hunt --lock single --topology replicated:1+sentinels --nemesis failover,pause --budget 5m --keep-going --no-shrink`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("budget") {
+				return failed(fmt.Errorf("%w: --budget is required: how long the hunt may take (\"10m\")", runner.ErrPlan))
+			}
 			if budget <= 0 {
 				return failed(fmt.Errorf("%w: --budget: %v: want a positive duration (\"10m\")", runner.ErrPlan, budget))
 			}

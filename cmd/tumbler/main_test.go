@@ -123,7 +123,7 @@ func TestBadArguments(t *testing.T) {
 		{[]string{"analyze", t.TempDir(), "--lin-memory", "lots"}, []string{"--lin-memory", "512MiB"}},
 		{[]string{"analyze", t.TempDir(), "--lin-timeout", "0s"}, []string{"--lin-timeout"}},
 		{[]string{"--log-level", "loud", "list"}, []string{"--log-level"}},
-		{[]string{"hunt", "--nemesis", "kill"}, []string{"--budget", "positive"}},
+		{[]string{"hunt", "--nemesis", "kill"}, []string{"--budget is required", "10m"}},
 		{[]string{"hunt", "--nemesis", "kill", "--budget", "-1m"}, []string{"--budget", "positive"}},
 		{[]string{"hunt", "--budget", "1m"}, []string{"--nemesis", "--like"}},
 		{[]string{"hunt", "--budget", "1m", "--nemesis", "failover"}, []string{"failover", "no replicas"}},
