@@ -493,13 +493,15 @@ func (r *report) warning(a Anomaly, ctxFrom int64) {
 	}
 }
 
-// complete fills in the checker, the faults active in [ctxFrom, a.To] and,
-// unless set, when the anomaly happened: a double grant and an unavailable
-// span happen where they begin, everything else when its last operation
-// returned.
+// complete fills in the checker, unless set the faults active in
+// [ctxFrom, a.To] and, unless set, when the anomaly happened: a double
+// grant and an unavailable span happen where they begin, everything else
+// when its last operation returned.
 func (r *report) complete(a Anomaly, ctxFrom int64) Anomaly {
 	a.Checker = r.Name
-	a.Faults = r.p.faultsIn(min(ctxFrom, a.From), a.To)
+	if a.Faults == nil {
+		a.Faults = r.p.faultsIn(min(ctxFrom, a.From), a.To)
+	}
 	if a.At == 0 {
 		a.At = a.To
 		if a.Kind == DoubleGrant || a.Kind == Unavailable {

@@ -630,13 +630,7 @@ func checkLinearizable(p *prepared, res *Result, r *report) {
 			}
 			part := porcupineOps(pieces[i].ops)
 			_, info := porcupine.CheckOperationsVerbose(model, part, timeout)
-			var longest []int
-			for _, l := range info.PartialLinearizations()[0] {
-				if len(l) > len(longest) {
-					longest = l
-				}
-			}
-			r.anomaly(notLinearizable(p, part, longest))
+			r.anomaly(notLinearizable(p, part, info.PartialLinearizations()[0]))
 		}
 	}
 	var msgs []string
@@ -676,24 +670,23 @@ func bytesIEC(b int64) string {
 	return fmt.Sprintf("%d B", b)
 }
 
-// notLinearizable explains an illegal piece: the definite operation
-// that returned first among those the longest consistent prefix leaves
-// out, and the state that prefix leaves the lock in.
-func notLinearizable(p *prepared, part []porcupine.Operation, longest []int) (Anomaly, int64) {
-	in := make([]bool, len(part))
+// notLinearizable explains an illegal piece from porcupine's longest
+// consistent orders (partials): the definite operation that returned
+// first among those the longest order leaves out, and the state that
+// order leaves the lock in. Porcupine hands its orders over as a set in
+// no fixed order, so among orders of equal length the one with the best
+// culprit is taken, then the first by operation ids: the same history is
+// always explained the same way.
+func notLinearizable(p *prepared, part []porcupine.Operation, partials [][]int) (Anomaly, int64) {
+	longest, culprit := []int(nil), culpritOutside(part, nil)
+	for _, l := range partials {
+		if c := culpritOutside(part, l); betterOrder(part, l, c, longest, culprit) {
+			longest, culprit = l, c
+		}
+	}
 	s := linFree
 	for _, id := range longest {
-		in[id] = true
 		_, s = linStep(s, part[id].Input.(*linInput))
-	}
-	culprit := -1
-	for id, op := range part {
-		if in[id] {
-			continue
-		}
-		if culprit < 0 || betterCulprit(op, part[culprit]) {
-			culprit = id
-		}
 	}
 	if culprit < 0 { // the verbose rerun timed out on a complete order: blame the last return
 		culprit = len(part) - 1
@@ -704,17 +697,57 @@ func notLinearizable(p *prepared, part []porcupine.Operation, longest []int) (An
 		Kind: NotLinearizable, Key: c.key, Ops: []int64{c.opIndex()}, Clients: []int{c.client},
 		From: c.call, To: c.ret,
 	}
-	ctxFrom := c.call
+	// The faults named are those active while either operation was in
+	// flight: a fault can break the pair after the culprit returned and
+	// before the holder's grant did (a node of the culprit's lease
+	// restarted empty while the holder was still acquiring).
+	ctxFrom, ctxTo := c.call, a.To
 	if s.holder >= 0 && !p.cfg.Reentrant {
 		h := &p.calls[s.holder]
 		a.Ops = append(a.Ops, h.opIndex())
 		a.Clients = append(a.Clients, h.client)
-		ctxFrom = h.call
+		ctxFrom = min(ctxFrom, h.call)
+		if h.typ == history.OK {
+			ctxTo = max(ctxTo, h.ret)
+		}
 	}
-	faults := p.faultsIn(ctxFrom, a.To)
+	faults := p.faultsIn(ctxFrom, ctxTo)
+	a.Faults = faults
 	a.Explanation = fmt.Sprintf("no order of lock %q's operations fits a lease mutex: client %d's %s (op %d, %s to %s) cannot follow the longest consistent order found (%d of %d operations), which leaves the lock %s; %s.",
 		c.key, c.client, c.f, c.opIndex(), secs(c.call), secs(c.ret), len(longest), len(part), describeLinState(p, s), p.faultClause(faults))
 	return a, ctxFrom
+}
+
+// betterOrder says whether order l, leaving culprit c out, explains an
+// illegal piece better than order best leaving cb out: longer, then with
+// the better culprit, then first by operation ids.
+func betterOrder(part []porcupine.Operation, l []int, c int, best []int, cb int) bool {
+	if len(l) != len(best) {
+		return len(l) > len(best)
+	}
+	if c != cb && c >= 0 && cb >= 0 { // both -1 when both orders are complete
+		if betterCulprit(part[c], part[cb]) != betterCulprit(part[cb], part[c]) {
+			return betterCulprit(part[c], part[cb])
+		}
+		return c < cb
+	}
+	return slices.Compare(l, best) < 0
+}
+
+// culpritOutside is the best culprit (betterCulprit) among the operations
+// of part that order leaves out, -1 if it leaves none out.
+func culpritOutside(part []porcupine.Operation, order []int) int {
+	in := make([]bool, len(part))
+	for _, id := range order {
+		in[id] = true
+	}
+	culprit := -1
+	for id, op := range part {
+		if !in[id] && (culprit < 0 || betterCulprit(op, part[culprit])) {
+			culprit = id
+		}
+	}
+	return culprit
 }
 
 // betterCulprit prefers definite operations, then the earliest return.
