@@ -522,7 +522,7 @@ func (o *oracle) WaitGrant(ctx context.Context, key string) (nemesis.Grant, erro
 // run on a fresh machine is not timed with the build (a catalog row may
 // take MaxRunTime).
 func prepareMachine(ctx context.Context, p Plan, log *slog.Logger) error {
-	if p.Provider != "docker" || os.Getenv(cluster.ImageEnv(p.Server)) != "" {
+	if p.Provider != "docker" || imageOverride(p) != "" {
 		return nil
 	}
 	start := time.Now()
@@ -536,6 +536,10 @@ func prepareMachine(ctx context.Context, p Plan, log *slog.Logger) error {
 	return nil
 }
 
+// imageOverride is the server image the environment names for the plan's
+// server (cluster.ImageEnv), "" for tumbler's own, built here.
+func imageOverride(p Plan) string { return os.Getenv(cluster.ImageEnv(p.Server)) }
+
 // newProvider builds the cluster provider the plan names, and says how to
 // log in to its servers: the plan's access, else an external deployment's
 // own. Building one starts no server; a provider the cluster does not take
@@ -543,7 +547,7 @@ func prepareMachine(ctx context.Context, p Plan, log *slog.Logger) error {
 func newProvider(ctx context.Context, p Plan) (cluster.Provider, *access.Config, error) {
 	switch p.Provider {
 	case "docker":
-		prov, err := cluster.NewDockerProvider(ctx, cluster.DockerOptions{Server: p.Server, Image: os.Getenv(cluster.ImageEnv(p.Server))})
+		prov, err := cluster.NewDockerProvider(ctx, cluster.DockerOptions{Server: p.Server, Image: imageOverride(p)})
 		if err != nil {
 			return nil, nil, fmt.Errorf("docker provider: %w", err)
 		}
