@@ -96,7 +96,9 @@ type ExternalLink struct {
 // TUMBLER_OFFSET_MS. A hook fails if it exits non-zero or outlives
 // HookTimeout.
 type ExternalHooks struct {
-	// Kill ends the node at once, like SIGKILL.
+	// Kill ends the node at once, like SIGKILL; the harness then waits
+	// (within HookTimeout) until the node no longer answers, as a hook
+	// may return as soon as the signal is sent.
 	Kill string `json:"kill,omitempty"`
 	// Start starts a killed node again at the same address; the harness
 	// then waits until it answers PING.
@@ -462,10 +464,50 @@ func (e *ExternalProvider) Kill(name string) error {
 	if err := e.run(context.Background(), "kill", e.cfg.Hooks.Kill, name, ""); err != nil {
 		return err
 	}
+	if err := e.waitDown(name); err != nil {
+		return err
+	}
 	e.mu.Lock()
 	e.down[name], e.paused[name] = true, false
 	e.mu.Unlock()
 	return nil
+}
+
+// waitDown waits, within the hook timeout, until node name no longer
+// answers: a kill hook may return as soon as the signal is sent ("kill
+// -KILL" does), before the process is gone, and a start hook run then
+// would find its port still taken. Answering means replying to a PING sent
+// in plain text, whatever the reply (-NOAUTH too); a node behind TLS never
+// answers so, and is not waited for.
+func (e *ExternalProvider) waitDown(name string) error {
+	addr := e.cfg.Nodes[name].Addr
+	deadline := time.Now().Add(e.timeout)
+	for answers(addr) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kill %s: the kill hook succeeded, but %s still answers after %v", name, addr, e.timeout)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return nil
+}
+
+// answers says whether a Redis server at addr replies to a plain-text PING
+// within 300 ms.
+func answers(addr string) bool {
+	conn, err := net.DialTimeout("tcp", addr, 300*time.Millisecond)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	if conn.SetDeadline(time.Now().Add(300*time.Millisecond)) != nil {
+		return false
+	}
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		return false
+	}
+	var b [1]byte
+	n, err := conn.Read(b[:])
+	return err == nil && n == 1 && (b[0] == '+' || b[0] == '-')
 }
 
 // Pause implements Provider with the pause hook.

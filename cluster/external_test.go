@@ -397,6 +397,35 @@ func TestExternalIndependent(t *testing.T) {
 	}
 }
 
+// TestExternalKillWaitsUntilDown: a kill hook that returns before the node
+// is gone (it only sends the signal, here 300 ms late) does not end Kill:
+// Kill returns once the node no longer answers, so a start right after it
+// does not find the port taken.
+func TestExternalKillWaitsUntilDown(t *testing.T) {
+	t.Parallel()
+	dep := startDeployment(t, "n1")
+	dep.proxy("c0->n1", "n1")
+	cfg := dep.config("independent:1", map[string]ExternalLink{"c0->n1": {}})
+	cfg.Hooks.Kill = "(sleep 0.3; " + cfg.Hooks.Kill + ") >/dev/null 2>&1 &"
+	prov := mustExternal(t, cfg)
+	ctx := testCtx(t, 30*time.Second)
+	if _, err := prov.Start(ctx, ProcSpec{Name: "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	addr := dep.nodes["n1"]
+	began := time.Now()
+	if err := prov.Kill("n1"); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(began); took < 250*time.Millisecond || answers(addr) {
+		t.Fatalf("Kill returned after %v with n1 answering %v: want it to wait until n1 is down", took, answers(addr))
+	}
+	if _, err := prov.Start(ctx, ProcSpec{Name: "n1"}); err != nil {
+		t.Fatalf("start right after Kill: %v", err)
+	}
+	dep.track()
+}
+
 func mustExternal(t *testing.T, cfg ExternalConfig) *ExternalProvider {
 	t.Helper()
 	cfg.Hooks.Clock = ""
