@@ -1,0 +1,208 @@
+// Package clients are the lock client programs tumbler ships (one
+// directory each, with a manifest, client.json, and the program), speaking
+// the lock client protocol of PROTOCOL.md. They are embedded in tumbler and
+// installed into its cache directory when a run uses one, so a run needs
+// nothing but tumbler and the library's Debian packages. A client of your
+// own needs no manifest here: name its command (lock.client.command,
+// --client-cmd).
+package clients
+
+import (
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+//go:embed */*
+var files embed.FS
+
+// Self in a manifest's command stands for the tumbler program itself (its
+// Go client: tumbler's own locks over the protocol).
+const Self = "{tumbler}"
+
+// Manifest describes a shipped client.
+type Manifest struct {
+	Name string `json:"name"`
+	// Command runs it; relative paths are the client's own files, Self is
+	// tumbler.
+	Command []string `json:"command"`
+	// Env is added to its environment.
+	Env []string `json:"env,omitempty"`
+	// Library is what it drives, with the version the Debian package has.
+	Library string `json:"library"`
+	// Packages are the Debian packages it needs; Probe, when set, is a
+	// command that fails if they are missing.
+	Packages []string `json:"packages,omitempty"`
+	Probe    []string `json:"probe,omitempty"`
+	// Kind is what it drives: lock (default), read-write, semaphore, latch.
+	Kind string `json:"kind,omitempty"`
+	// Fencing: its leases carry fencing tokens.
+	Fencing bool `json:"fencing,omitempty"`
+	// Validity: its leases carry the validity the library exposes.
+	Validity bool `json:"validity,omitempty"`
+	// AllNodes: it locks over every node of an independent topology (a
+	// Redlock); otherwise one node, a primary found by Sentinel, or a
+	// cluster.
+	AllNodes bool `json:"all_nodes,omitempty"`
+	// Steps it reports, where step faults can stop it.
+	Steps []Step `json:"steps,omitempty"`
+	// Options it takes (lock.client.options), each with one line of doc.
+	Options map[string]string `json:"options,omitempty"`
+	Doc     string            `json:"doc"`
+	// Source is where the library documents what the client drives.
+	Source string `json:"source"`
+}
+
+// Step is a step a client reports: inside an acquire (Acquiring) or a release.
+type Step struct {
+	Name      string `json:"name"`
+	Acquiring bool   `json:"acquiring,omitempty"`
+}
+
+var load = sync.OnceValues(func() (map[string]Manifest, error) {
+	out := map[string]Manifest{}
+	dirs, err := fs.ReadDir(files, ".")
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range dirs {
+		if !d.IsDir() {
+			continue
+		}
+		b, err := files.ReadFile(path.Join(d.Name(), "client.json"))
+		if err != nil {
+			return nil, fmt.Errorf("clients: %s: %w", d.Name(), err)
+		}
+		var m Manifest
+		if err := json.Unmarshal(b, &m); err != nil {
+			return nil, fmt.Errorf("clients: %s/client.json: %w", d.Name(), err)
+		}
+		if m.Name != d.Name() {
+			return nil, fmt.Errorf("clients: %s/client.json names %q, not its directory", d.Name(), m.Name)
+		}
+		if m.Kind == "" {
+			m.Kind = "lock"
+		}
+		out[m.Name] = m
+	}
+	return out, nil
+})
+
+// Names lists the shipped clients, sorted.
+func Names() []string {
+	all, _ := load()
+	out := make([]string, 0, len(all))
+	for n := range all {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Lookup is the manifest of the shipped client name, or an error listing
+// the names.
+func Lookup(name string) (Manifest, error) {
+	all, err := load()
+	if err != nil {
+		return Manifest{}, err
+	}
+	m, ok := all[name]
+	if !ok {
+		return Manifest{}, fmt.Errorf("unknown client %q (shipped: %s; or give a command of your own)", name, strings.Join(Names(), ", "))
+	}
+	return m, nil
+}
+
+// Installed is a shipped client ready to run: its command with its files
+// on disk.
+type Installed struct {
+	Dir     string
+	Command []string
+	Env     []string
+}
+
+var installMu sync.Mutex
+
+// Install writes the client's files into tumbler's cache (once per
+// version) and returns its command. It checks first that the library's
+// packages are there (Probe), naming them if not.
+func (m Manifest) Install() (Installed, error) {
+	if len(m.Probe) > 0 {
+		if out, err := exec.Command(m.Probe[0], m.Probe[1:]...).CombinedOutput(); err != nil {
+			return Installed{}, fmt.Errorf("client %s needs the Debian packages %s (apt-get install %s; scripts/setup installs them): %s: %v: %s",
+				m.Name, strings.Join(m.Packages, ", "), strings.Join(m.Packages, " "), strings.Join(m.Probe, " "), err, strings.TrimSpace(string(out)))
+		}
+	}
+	sub, err := fs.Sub(files, m.Name)
+	if err != nil {
+		return Installed{}, err
+	}
+	h := sha256.New()
+	names, err := fs.Glob(sub, "*")
+	if err != nil {
+		return Installed{}, err
+	}
+	for _, n := range names {
+		b, _ := fs.ReadFile(sub, n)
+		fmt.Fprintf(h, "%s %d\n", n, len(b))
+		h.Write(b)
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = filepath.Join(os.TempDir(), "tumbler-cache-"+strconv.Itoa(os.Getuid()))
+	}
+	dir := filepath.Join(cache, "tumbler", "clients", m.Name+"-"+hex.EncodeToString(h.Sum(nil))[:12])
+	installMu.Lock()
+	defer installMu.Unlock()
+	if _, err := os.Stat(dir); err != nil {
+		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+			return Installed{}, fmt.Errorf("install client %s: %w", m.Name, err)
+		}
+		tmp, err := os.MkdirTemp(filepath.Dir(dir), m.Name+"-tmp-")
+		if err != nil {
+			return Installed{}, fmt.Errorf("install client %s: %w", m.Name, err)
+		}
+		if err := os.CopyFS(tmp, sub); err != nil {
+			os.RemoveAll(tmp)
+			return Installed{}, fmt.Errorf("install client %s: %w", m.Name, err)
+		}
+		if err := os.Rename(tmp, dir); err != nil && !os.IsExist(err) {
+			os.RemoveAll(tmp)
+			if _, serr := os.Stat(dir); serr != nil { // another process won the race otherwise
+				return Installed{}, fmt.Errorf("install client %s: %w", m.Name, err)
+			}
+		}
+	}
+	cmd := make([]string, len(m.Command))
+	for i, a := range m.Command {
+		switch {
+		case a == Self:
+			self, err := os.Executable()
+			if err != nil {
+				return Installed{}, fmt.Errorf("client %s: find tumbler: %w", m.Name, err)
+			}
+			cmd[i] = self
+		case !filepath.IsAbs(a) && i > 0 && exists(sub, a):
+			cmd[i] = filepath.Join(dir, a)
+		default:
+			cmd[i] = a
+		}
+	}
+	return Installed{Dir: dir, Command: cmd, Env: m.Env}, nil
+}
+
+func exists(fsys fs.FS, name string) bool {
+	_, err := fs.Stat(fsys, name)
+	return err == nil
+}
