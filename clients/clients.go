@@ -62,6 +62,8 @@ type Manifest struct {
 	Doc     string            `json:"doc"`
 	// Source is where the library documents what the client drives.
 	Source string `json:"source"`
+
+	shipped bool // one of this package's, with files to install
 }
 
 // Step is a step a client reports: inside an acquire (Acquiring) or a release.
@@ -94,6 +96,7 @@ var load = sync.OnceValues(func() (map[string]Manifest, error) {
 		if m.Kind == "" {
 			m.Kind = "lock"
 		}
+		m.shipped = true
 		out[m.Name] = m
 	}
 	return out, nil
@@ -143,6 +146,9 @@ func (m Manifest) Install() (Installed, error) {
 			return Installed{}, fmt.Errorf("client %s needs the Debian packages %s (apt-get install %s; scripts/setup installs them): %s: %v: %s",
 				m.Name, strings.Join(m.Packages, ", "), strings.Join(m.Packages, " "), strings.Join(m.Probe, " "), err, strings.TrimSpace(string(out)))
 		}
+	}
+	if !m.shipped {
+		return Installed{Command: m.Command, Env: m.Env}, nil
 	}
 	sub, err := fs.Sub(files, m.Name)
 	if err != nil {
@@ -205,4 +211,59 @@ func (m Manifest) Install() (Installed, error) {
 func exists(fsys fs.FS, name string) bool {
 	_, err := fs.Stat(fsys, name)
 	return err == nil
+}
+
+// Spec is the lock client a plan runs (its lock.client): a shipped client
+// by Name, or a program of your own by Command, with the library's
+// options, passed to it untouched. A program of your own says here what
+// its manifest would: its kind, fencing, nodes and steps.
+type Spec struct {
+	Name    string          `json:"name,omitempty"`
+	Command []string        `json:"command,omitempty"`
+	Env     []string        `json:"env,omitempty"`
+	Options json.RawMessage `json:"options,omitempty"`
+
+	Kind     string `json:"kind,omitempty"`
+	Fencing  bool   `json:"fencing,omitempty"`
+	AllNodes bool   `json:"all_nodes,omitempty"`
+	Steps    []Step `json:"steps,omitempty"`
+}
+
+// Validate checks the spec without starting anything.
+func (s Spec) Validate() error {
+	_, err := s.Manifest()
+	return err
+}
+
+// Manifest is the shipped client's manifest, or one made of a command's
+// fields.
+func (s Spec) Manifest() (Manifest, error) {
+	if len(s.Options) > 0 {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(s.Options, &m); err != nil {
+			return Manifest{}, fmt.Errorf("options must be a JSON object: %w", err)
+		}
+	}
+	switch {
+	case s.Name != "" && len(s.Command) > 0:
+		return Manifest{}, fmt.Errorf("name %q and command %q: a shipped client or a program of your own, not both", s.Name, s.Command)
+	case s.Name != "":
+		if s.Kind != "" || s.Fencing || s.AllNodes || len(s.Steps) > 0 {
+			return Manifest{}, fmt.Errorf("client %s: kind, fencing, all_nodes and steps come from its manifest", s.Name)
+		}
+		m, err := Lookup(s.Name)
+		m.Env = append(m.Env, s.Env...)
+		return m, err
+	case len(s.Command) == 0 || s.Command[0] == "":
+		return Manifest{}, fmt.Errorf("needs a name (shipped: %s) or a command", strings.Join(Names(), ", "))
+	}
+	m := Manifest{Name: s.Command[0], Command: s.Command, Env: s.Env, Kind: s.Kind, Fencing: s.Fencing, AllNodes: s.AllNodes, Steps: s.Steps}
+	switch m.Kind {
+	case "":
+		m.Kind = "lock"
+	case "lock", "read-write", "semaphore", "latch":
+	default:
+		return Manifest{}, fmt.Errorf("kind %q unknown (valid: lock, read-write, semaphore, latch)", s.Kind)
+	}
+	return m, nil
 }

@@ -33,6 +33,11 @@ type ClientLock struct {
 	// Discovery: LockPlan.Discovery ("": Sentinel where there are
 	// Sentinels).
 	Discovery string `json:"discovery,omitempty"`
+	// Keys are the keys the client locks (a lock client program is told
+	// them up front), and ClientLog where a lock client program's stderr
+	// goes (in the run directory).
+	Keys      []string `json:"keys,omitempty"`
+	ClientLog string   `json:"client_log,omitempty"`
 }
 
 // clientLockSpec marshals the ClientLock of one client.
@@ -52,6 +57,9 @@ func buildClientLocks(raw json.RawMessage) (workloads.Factory, func() error, err
 	}
 	if len(cl.View.Nodes) == 0 {
 		return nil, nil, errors.New("client lock spec: the client view lists no nodes")
+	}
+	if cl.Lock.Client != nil {
+		return protocolLocks(cl)
 	}
 	// The secret is read here, in the client, from the file or the
 	// environment the view names: the spec never holds it.

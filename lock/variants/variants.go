@@ -14,6 +14,7 @@ import (
 	"github.com/go-redsync/redsync/v4"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tumbler-dev/tumbler/clients"
 	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/lock/adapters"
 	"github.com/tumbler-dev/tumbler/lock/fair"
@@ -57,6 +58,10 @@ type Options struct {
 	Permits int `json:"permits,omitempty"`
 	// ThreadWaitTime is the fair lock's threadWaitTime (0: Redisson's 5 s).
 	ThreadWaitTime spans.Span `json:"thread_wait_time,omitzero"`
+	// Client is the lock client program of variant "client": a real lock
+	// library, in any language, driven over the lock client protocol
+	// (clients/PROTOCOL.md).
+	Client *clients.Spec `json:"client,omitempty"`
 }
 
 // Resolve is o with every relative span resolved against ttl: a client
