@@ -2,10 +2,12 @@ package lock_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,40 +20,39 @@ import (
 // floor is the physical floor of a lock over N nodes, the reference
 // BenchmarkLocks holds Redlock against: one raw TCP connection per node,
 // each command written with one Write per connection, a reader goroutine
-// per connection that decodes just enough RESP to tell OK from not, and a
-// caller that returns at the quorum-th success. Acquire is SET key value
-// NX PX ttl, release is single's compare-and-delete by EVALSHA — the
-// commands Redlock sends — with no timeouts, no error classification, no
-// per-node bookkeeping beyond a count, no cleanup of a failed acquire:
-// what any client library must do at least, and nothing more.
+// per connection that decodes just enough RESP to tell OK from not and
+// counts, and a caller woken once, by the reader whose reply made the
+// quorum. Acquire is SET key value NX PX ttl, release is single's
+// compare-and-delete by EVALSHA — the commands Redlock sends — with no
+// timeouts, no error classification, no per-node results, no cleanup of a
+// failed acquire: what any client library must do at least, and nothing
+// more.
 //
 // Replies are matched to operations by counting: every operation writes
 // exactly one command on every connection and a connection answers in
 // order, so a connection's k-th reply belongs to operation k. Replies of an
-// operation that already returned at quorum (the stragglers) are skipped
+// operation that already returned at quorum (the stragglers) are dropped
 // when they come.
 type floor struct {
-	conns   []net.Conn
-	quorum  int
-	replies chan floorReply
-	op      uint64 // operations issued so far
-	buf     []byte
-	sha     string
-}
-
-// floorReply is one node's reply to operation op.
-type floorReply struct {
-	op uint64
-	ok bool
-	// err is a read error: the connection is gone.
-	err error
+	conns  []net.Conn
+	quorum int
+	// state is the current operation's number (high bits) and its counts
+	// of successes and refusals (8 bits each), updated by the readers.
+	state atomic.Uint64
+	// wake is sent to once per operation, by the reader that decides it.
+	wake chan struct{}
+	// broken holds a reader's error: its connection is gone.
+	broken atomic.Pointer[error]
+	op     uint64 // operations issued so far
+	buf    []byte
+	sha    string
 }
 
 // newFloor dials one connection per address and loads the release script
 // on each node; everything closes on cleanup.
 func newFloor(tb testing.TB, addrs []string) *floor {
 	tb.Helper()
-	f := &floor{quorum: len(addrs)/2 + 1, replies: make(chan floorReply, 4*len(addrs))}
+	f := &floor{quorum: len(addrs)/2 + 1, wake: make(chan struct{}, 1)}
 	for _, addr := range addrs {
 		c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true})
 		sha, err := c.ScriptLoad(context.Background(), single.ReleaseLua).Result()
@@ -71,15 +72,43 @@ func newFloor(tb testing.TB, addrs []string) *floor {
 	return f
 }
 
-// read hands each reply on nc to the caller, numbered as nc's replies are.
+// read counts each reply on nc towards its operation, numbered as nc's
+// replies are, and wakes the caller when the reply decides it.
 func (f *floor) read(nc net.Conn) {
 	r := bufio.NewReader(nc)
+	refusals := uint64(len(f.conns) - f.quorum + 1) // that many make the quorum impossible
 	for op := uint64(1); ; op++ {
 		ok, err := readReply(r)
-		f.replies <- floorReply{op: op, ok: ok, err: err}
 		if err != nil {
+			f.fail(err)
 			return
 		}
+		add := uint64(1 << 8) // a refusal
+		if ok {
+			add = 1
+		}
+		for {
+			st := f.state.Load()
+			if st>>16 != op {
+				break // a straggler
+			}
+			next := st + add
+			if f.state.CompareAndSwap(st, next) {
+				if ok && next&0xff == uint64(f.quorum) || !ok && next>>8&0xff == refusals {
+					f.wake <- struct{}{}
+				}
+				break
+			}
+		}
+	}
+}
+
+// fail records a reader's error and wakes the caller.
+func (f *floor) fail(err error) {
+	f.broken.Store(&err)
+	select {
+	case f.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -93,18 +122,18 @@ func readReply(r *bufio.Reader) (ok bool, err error) {
 	if len(line) < 3 {
 		return false, fmt.Errorf("floor: short reply %q", line)
 	}
-	s := string(line[:len(line)-2])
-	if s[0] == '$' { // a bulk string: SET's null "held", or its payload to skip
-		n, err := strconv.Atoi(s[1:])
+	line = line[:len(line)-2]
+	if line[0] == '$' { // a bulk string: SET's null "held", or its payload to skip
+		n, err := strconv.Atoi(string(line[1:]))
 		if err != nil {
-			return false, fmt.Errorf("floor: bulk length %q", s)
+			return false, fmt.Errorf("floor: bulk length %q", line)
 		}
 		if n >= 0 {
 			_, err = r.Discard(n + 2)
 		}
 		return false, err
 	}
-	return s == "+OK" || s == ":1", nil
+	return bytes.Equal(line, []byte("+OK")) || bytes.Equal(line, []byte(":1")), nil
 }
 
 // do writes the command cmd builds on every connection and waits for the
@@ -112,27 +141,19 @@ func readReply(r *bufio.Reader) (ok bool, err error) {
 // impossible.
 func (f *floor) do(cmd func(b []byte) []byte) error {
 	f.op++
+	f.state.Store(f.op << 16)
 	f.buf = cmd(f.buf[:0])
 	for _, nc := range f.conns {
 		if _, err := nc.Write(f.buf); err != nil {
 			return err
 		}
 	}
-	granted, answered := 0, 0
-	for granted < f.quorum {
-		r := <-f.replies
-		if r.err != nil {
-			return r.err
-		}
-		if r.op != f.op {
-			continue // a straggler of an earlier operation
-		}
-		answered++
-		if r.ok {
-			granted++
-		} else if answered-granted > len(f.conns)-f.quorum {
-			return fmt.Errorf("floor: %d of %d nodes refused", answered-granted, len(f.conns))
-		}
+	<-f.wake
+	if err := f.broken.Load(); err != nil {
+		return *err
+	}
+	if st := f.state.Load(); st&0xff < uint64(f.quorum) {
+		return fmt.Errorf("floor: %d of %d nodes refused", st>>8&0xff, len(f.conns))
 	}
 	return nil
 }
