@@ -176,6 +176,13 @@ var (
 			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 				return adapters.NewRedislock(c[0], key, s.TTL, o...)
 			}, nil},
+		// No Steps: rueidislock decides inside TryWithContext, between its
+		// keys' replies and its return, where no hook reaches; a stall after
+		// the return is a pause of a holder whose renewals go on.
+		"rueidislock": {Info{Doc: "adapter: redis/rueidis rueidislock " + adapters.RueidislockVersion + ": SET NX PXAT (client clock + validity) on KeyMajority of 2×KeyMajority−1 keys, background renewal, lease lost when its context is cancelled"},
+			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
+				return adapters.NewRueidislock(c[0], key, s.TTL, o...)
+			}, nil},
 		"fair": {Info{Steps: []LockStep{{Name: fair.StepQueued, Acquiring: true}}, Doc: "Redisson RFairLock (Redisson's queue script before #1104): FIFO queue of waiters with per-waiter timeouts, threadWaitTime"},
 			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 				return fair.New(c[0], key, s.TTL, o...)
@@ -459,8 +466,10 @@ func build(s Spec, clients []redis.UniversalClient, key string, opts []lock.Opti
 	return e.build(s, clients, key, opts)
 }
 
-// ACL is the least a Redis ACL user needs to run every built-in lock,
-// read-write lock, semaphore and latch on the keys starting with keyPrefix
+// ACL is the least a Redis ACL user needs to run every built-in lock (but
+// the rueidislock adapter, whose own client needs CLIENT TRACKING and keys
+// under rueidislock's prefix), read-write lock, semaphore and latch on the
+// keys starting with keyPrefix
 // (tumbler's workloads use "tumbler:"), in ACL SETUSER / "user" directive
 // form, without the user's name, on/off and password. For "tumbler:":
 //
