@@ -72,7 +72,8 @@ const RueidislockVersion = "v1.0.79"
 //   - Lease.Start is the instant before TryWithContext. rueidislock
 //     exposes no expiry to its caller — the context it returns has no
 //     deadline; the lock is held until that context is cancelled — so
-//     ValidUntil is Start + Unbounded, and Lease.Lost is closed, after
+//     ValidUntil is lock.NoExpiry(Start) (rueidislock gives its caller no
+//     expiry, only a context it cancels when the lock is lost), and Lease.Lost is closed, after
 //     lock.Options.OnRenew was told (phase "lost"), when rueidislock
 //     cancels the context of a lease not released.
 //   - Release cancels the lease's context and waits for rueidislock's
@@ -114,11 +115,6 @@ type Rueidislock struct {
 	lastUse time.Time
 	closed  bool // Close was called, or the go-redis client was closed
 }
-
-// Unbounded is how far past Lease.Start a rueidislock lease's ValidUntil
-// lies: rueidislock gives its caller no expiry, only a context that it
-// cancels when the lock is lost (Lease.Lost).
-const Unbounded = 100 * 365 * 24 * time.Hour
 
 // janitorTick is how often an adapter with a rueidis client checks whether
 // it is idle or its go-redis client was closed.
@@ -245,7 +241,7 @@ func (r *Rueidislock) try(ctx context.Context) (lock.Lease, error) {
 		return lock.Lease{}, rueidisAcquireError(r.key, err)
 	}
 	l := &rueidisLease{ctx: lctx, cancel: cancel, lost: make(chan struct{})}
-	l.lease = lock.Lease{Key: r.key, Value: r.cfg.NewValue(), Start: start, TTL: r.ttl, ValidUntil: start.Add(Unbounded), Lost: l.lost}
+	l.lease = lock.Lease{Key: r.key, Value: r.cfg.NewValue(), Start: start, TTL: r.ttl, ValidUntil: lock.NoExpiry(start), Lost: l.lost}
 	r.mu.Lock()
 	r.held[l.lease.Value] = l
 	r.mu.Unlock()
