@@ -72,8 +72,7 @@ const RueidislockVersion = "v1.0.79"
 //   - Lease.Start is the instant before TryWithContext. rueidislock
 //     exposes no expiry to its caller — the context it returns has no
 //     deadline; the lock is held until that context is cancelled — so
-//     ValidUntil is lock.NoExpiry(Start) (rueidislock gives its caller no
-//     expiry, only a context it cancels when the lock is lost), and Lease.Lost is closed, after
+//     ValidUntil is lock.NoExpiry(Start), and Lease.Lost is closed, after
 //     lock.Options.OnRenew was told (phase "lost"), when rueidislock
 //     cancels the context of a lease not released.
 //   - Release cancels the lease's context and waits for rueidislock's
