@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"strings"
+	"slices"
 	"testing"
 )
 
@@ -21,32 +22,10 @@ var updateDerived = flag.Bool("update-derived", false, "rewrite testdata/plans-d
 // types must keep them (go test ./runner -run PlanDerived -update-derived
 // records a deliberate change).
 func TestPlanDerived(t *testing.T) {
-	files, _ := filepath.Glob("../scenarios/catalog/*.json")
-	hand, _ := filepath.Glob("testdata/plans/*.json")
-	if len(files) == 0 || len(hand) == 0 {
-		t.Fatal("no plans found")
-	}
-	for _, f := range append(files, hand...) {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		name := "plan-" + strings.TrimSuffix(filepath.Base(f), ".json")
-		if strings.Contains(f, "catalog") {
-			name = "catalog-" + strings.TrimSuffix(filepath.Base(f), ".json")
-			var row struct {
-				Plan json.RawMessage `json:"plan"`
-			}
-			if err := json.Unmarshal(b, &row); err != nil {
-				t.Fatal(err)
-			}
-			b = row.Plan
-		}
+	plans := guardedPlans(t)
+	for _, name := range slices.Sorted(maps.Keys(plans)) {
+		p := plans[name]
 		t.Run(name, func(t *testing.T) {
-			p, err := ParsePlan(b, name)
-			if err != nil {
-				t.Fatal(err)
-			}
 			got := derived(t, p)
 			golden := filepath.Join("testdata", "plans-derived", name+".json")
 			if *updateDerived {
