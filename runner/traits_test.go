@@ -59,7 +59,9 @@ func TestPlanAsksTheLockTraits(t *testing.T) {
 // nesting, a lock on all nodes needs independent masters.
 func TestRegisteredTraitsChooseTheCheckers(t *testing.T) {
 	name := fmt.Sprintf("%s%d", registeredPrefix, time.Now().UnixNano())
-	build := func(variants.Spec, []redis.UniversalClient, string, []lock.Option) (lock.Locker, error) { return nil, nil }
+	build := func(variants.Spec, []redis.UniversalClient, string, []lock.Option) (lock.Locker, error) {
+		return nil, nil
+	}
 	info := variants.Info{Name: name, Grants: variants.Grants{Tokens: true, Reentrant: true}, Servers: variants.Servers{AllNodes: true}}
 	if err := variants.Register(info, build); err != nil {
 		t.Fatal(err)
