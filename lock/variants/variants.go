@@ -71,7 +71,9 @@ type Info struct {
 	// of the variant it wraps (Options.Info).
 	Servers
 	// Grants is what the variant's grants promise; the checkers a run
-	// composes follow from them. A wrapper declares its own.
+	// composes follow from them. A wrapper declares its own, not those of
+	// the variant it wraps (the watchdog declares none: its renewals are
+	// kept per lease, so it does not nest holds).
 	Grants
 	// Wraps: the variant wraps another variant of KindLock (Options.Inner,
 	// DefaultInner when unset), which talks to Redis: Build makes that one
@@ -111,13 +113,16 @@ type Servers struct {
 type Grants struct {
 	// Tokens: every grant carries a fencing token (lock.Lease.Token)
 	// greater than that of every earlier grant of the key, which a fenced
-	// resource orders writes by.
+	// resource orders writes by (under a fenced-write workload the fencing
+	// checker judges them).
 	Tokens bool `json:"tokens,omitempty"`
 	// Reentrant: an acquire by the holder's own owner nests (a hold
-	// count), and the hold ends when as many releases were made.
+	// count), and the hold ends when as many releases were made: a plan
+	// may nest its holds (workload nest) and the checkers count them.
 	Reentrant bool `json:"reentrant,omitempty"`
 	// Fair: the lock grants in the order its waiters queued, and reports
-	// each waiter's queue entry and exit (lock.Options.OnQueue).
+	// each waiter's queue entry and exit (lock.Options.OnQueue), which the
+	// fairness checker judges.
 	Fair bool `json:"fair,omitempty"`
 }
 
