@@ -60,15 +60,9 @@ func (p Plan) drawFaults(d Draw) ([]nemesis.Step, error) {
 	if len(d.Kinds) == 0 {
 		return nil, fmt.Errorf("no fault kinds to draw from")
 	}
-	info, err := variants.Lookup(p.Lock.Variant)
+	info, err := p.Lock.Info() // a wrapper reports the steps of the lock it wraps
 	if err != nil {
 		return nil, err
-	}
-	if info.Name == "watchdog" {
-		// The watchdog reports the steps of the variant it wraps.
-		if in, err := variants.Lookup(cmp.Or(p.Lock.Inner, "single")); err == nil {
-			info.Steps = in.Steps
-		}
 	}
 	if d.Concurrency == 0 {
 		d.Concurrency = nemesis.DefaultConcurrency

@@ -377,7 +377,7 @@ func (p Plan) Validate() error {
 		return bad("lock %s needs independent masters (topology independent:N or groups:G), not %s", spec.Variant, p.Topology)
 	}
 	if p.Topology.Kind == cluster.Groups && !spec.AllNodes() {
-		return bad("topology %s is for locks over independent masters (redlock, redsync, multi, redisson-redlock), not %s", p.Topology, spec.Variant)
+		return bad("topology %s is for locks over independent masters (%s), not %s", p.Topology, strings.Join(variants.With(func(i variants.Info) bool { return i.AllNodes }), ", "), spec.Variant)
 	}
 	if spec.WaitReplicas > 0 && !(p.Topology.Kind == cluster.Replicated && spec.WaitReplicas <= p.Topology.N) &&
 		!(p.Topology.Kind == cluster.RedisCluster && spec.WaitReplicas <= p.Topology.Replicas) {
@@ -386,15 +386,8 @@ func (p Plan) Validate() error {
 	if p.Topology.Kind == cluster.RedisCluster && spec.CrossSlot() {
 		return bad("lock %s touches keys in different hash slots in one script, which a Redis Cluster (topology %s) refuses with CROSSSLOT", spec.Variant, p.Topology)
 	}
-	if spec.Variant == "redlock" && len(p.Topology.Masters())%2 == 0 {
-		return bad("lock redlock needs an odd number of masters, topology %s has %d", p.Topology, len(p.Topology.Masters()))
-	}
 	if err := p.validateKind(); err != nil {
 		return bad("%v", err)
-	}
-	w := p.Workload
-	if w.Nest > 1 && spec.Variant != "reentrant" {
-		return bad("workload nest %d needs the reentrant lock, not %s", w.Nest, spec.Variant)
 	}
 	if _, err := p.workloadConfig(nil); err != nil {
 		return bad("workload: %v", err)
@@ -420,11 +413,14 @@ func (p Plan) Validate() error {
 	return nil
 }
 
-// validateKind checks what the lock's kind asks of the plan: a latch goes
-// with the latch workload and nothing else does, a read fraction with a
-// read-write lock, client leases one per client.
+// validateKind checks what the lock's kind and declared traits ask of the
+// plan: a latch goes with the latch workload and nothing else does, a read
+// fraction with a read-write lock, nested holds with a reentrant lock, a
+// lock that needs an odd number of masters with such a topology, client
+// leases one per client.
 func (p Plan) validateKind() error {
 	kind, w := p.lockKind(), p.Workload
+	info, _ := p.Lock.Info() // Validate checked the lock first
 	switch {
 	case kind == variants.KindLatch && w.Kind != workloads.Latch:
 		return fmt.Errorf("lock %s is a latch: it needs workload kind %q, not %q", p.Lock.Variant, workloads.Latch, w.Kind)
@@ -436,6 +432,10 @@ func (p Plan) validateKind() error {
 		return fmt.Errorf("workload latch settings apply only to workload kind %q", workloads.Latch)
 	case w.InitEachCycle && kind != variants.KindSemaphore:
 		return fmt.Errorf("workload init_each_cycle applies only to a semaphore, not %s", p.Lock.Variant)
+	case w.Nest > 1 && !info.Reentrant:
+		return fmt.Errorf("workload nest %d needs a reentrant lock (%s), not %s", w.Nest, strings.Join(variants.With(func(i variants.Info) bool { return i.Reentrant }), ", "), p.Lock.Label())
+	case info.OddMasters && len(p.Topology.Masters())%2 == 0:
+		return fmt.Errorf("lock %s needs an odd number of masters, topology %s has %d", p.Lock.Label(), p.Topology, len(p.Topology.Masters()))
 	}
 	if n := len(p.Lock.ClientTTL); n > 0 {
 		if n != w.Clients {
@@ -472,10 +472,7 @@ func (p *Plan) overrideLinearizability(o LinearizabilityPlan) error {
 // "watchdog(single)", "single, WAIT 1", "single, fixed address".
 func (p Plan) LockDesc() string {
 	l := p.Lock
-	d := l.Variant
-	if l.Inner != "" {
-		d += "(" + l.Inner + ")"
-	}
+	d := l.Label()
 	if l.WaitReplicas > 0 {
 		d += fmt.Sprintf(", WAIT %d", l.WaitReplicas)
 	}
@@ -574,23 +571,6 @@ func (p Plan) nemesisSetup(prov cluster.Provider) nemesis.Setup {
 		s.Provider, s.Controls = prov.Name(), prov.Controls()
 	}
 	return s
-}
-
-// checkConfig is the checkers' configuration for this plan.
-func (p Plan) checkConfig() checker.Config {
-	return checker.Config{
-		TTL: p.ttl(), LivenessK: p.Check.LivenessK,
-		LinearizabilityTimeout: p.span(p.Check.Linearizability.Timeout),
-		LinearizabilityMemory:  int64(p.Check.Linearizability.Memory),
-		Fenced:                 p.Workload.Kind == workloads.FencedWrite && p.Lock.Variant == "fenced",
-		Counter:                p.Workload.Kind == workloads.Counter,
-		Reentrant:              p.Lock.Variant == "reentrant",
-		ReadWrite:              p.lockKind() == variants.KindReadWrite,
-		Fair:                   p.Lock.Variant == "fair",
-		Latch:                  p.lockKind() == variants.KindLatch,
-		Permits:                p.permits(),
-		Skip:                   p.Check.Skip,
-	}
 }
 
 // permits is the semaphore's permits, 0 for any other lock.

@@ -27,8 +27,9 @@ const (
 	// Counter: inside the critical section, read the Resource's value, hold,
 	// write value+1; lost increments show a double grant as users feel it.
 	Counter Kind = "counter"
-	// Latch: rounds of a count-down latch (Config.Latch): client 0 sets the
-	// round's latch, the counters count it down, the others wait on it.
+	// Latch: rounds of a count-down latch (a variants.KindLatch lock):
+	// client 0 sets the round's latch, the counters count it down, the
+	// others wait on it.
 	Latch Kind = "latch"
 )
 
