@@ -14,6 +14,7 @@ import (
 	"github.com/go-redsync/redsync/v4"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tumbler-dev/tumbler/internal/field"
 	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/lock/adapters"
 	"github.com/tumbler-dev/tumbler/lock/fair"
@@ -42,13 +43,14 @@ type Options struct {
 	// Inner is the variant a watchdog wraps (default "single").
 	Inner string `json:"inner,omitempty"`
 	// WaitReplicas > 0 makes single/fenced WAIT for that many replicas
-	// within WaitTimeout after acquiring (Redisson's checkLockSyncedSlaves).
+	// within WaitTimeout after acquiring (Redisson's checkLockSyncedSlaves);
+	// WaitTimeout needs WaitReplicas.
 	WaitReplicas int        `json:"wait_replicas,omitempty"`
 	WaitTimeout  spans.Span `json:"wait_timeout,omitzero"`
 	// NodeTimeout bounds one request to one node (redlock, redsync).
 	NodeTimeout spans.Span `json:"node_timeout,omitzero"`
-	// DriftFactor overrides the clock-drift allowance's factor when set
-	// (lock.WithDrift; default lock.DefaultOptions().DriftFactor).
+	// DriftFactor overrides the clock-drift allowance's factor when set,
+	// in [0, 1) (lock.WithDrift; default lock.DefaultOptions().DriftFactor).
 	DriftFactor *float64 `json:"drift_factor,omitempty"`
 	// SetNXOnExtend turns on redsync's WithSetNXOnExtend (redsync #147).
 	SetNXOnExtend bool `json:"setnx_on_extend,omitempty"`
@@ -314,52 +316,70 @@ func (o Options) inner() string {
 	return o.Inner
 }
 
-// Validate checks s without building anything.
+// Validate checks s without building anything. Each problem names its
+// field by its JSON path within the options ("drift_factor"), as the
+// plan's "lock" section does (package internal/field).
 func (s Spec) Validate() error {
 	if _, err := Lookup(s.Variant); err != nil {
-		return err
+		return field.Errorf("variant", "%w", err)
 	}
 	if s.TTL <= 0 {
-		return fmt.Errorf("lock %s: ttl %v must be positive", s.Variant, s.TTL)
+		return field.Errorf("ttl", "%v %v must be positive", field.Self, s.TTL)
 	}
-	if s.Variant == "watchdog" {
-		if s.inner() == "watchdog" {
-			return fmt.Errorf("lock watchdog: inner cannot be watchdog")
-		}
-		if i, err := Lookup(s.inner()); err != nil {
-			return fmt.Errorf("lock watchdog: inner: %w", err)
-		} else if i.Kind != KindLock {
-			return fmt.Errorf("lock watchdog: inner %s is a %s, not a lock the watchdog can renew", s.inner(), i.Kind)
-		}
-	} else if s.Inner != "" {
-		return fmt.Errorf("lock %s: inner applies only to watchdog", s.Variant)
+	if err := s.validateInner(); err != nil {
+		return err
 	}
 	base := s.Variant
 	if base == "watchdog" {
 		base = s.inner()
 	}
-	if s.WaitReplicas < 0 {
-		return fmt.Errorf("lock %s: wait_replicas %d is negative", s.Variant, s.WaitReplicas)
-	}
-	if s.WaitReplicas > 0 && base != "single" && base != "fenced" {
-		return fmt.Errorf("lock %s: wait_replicas applies only to single and fenced", s.Variant)
-	}
-	if s.SetNXOnExtend && base != "redsync" {
-		return fmt.Errorf("lock %s: setnx_on_extend applies only to redsync", s.Variant)
-	}
-	if s.span(s.NodeTimeout) < 0 {
-		return fmt.Errorf("lock %s: node_timeout %v is negative", s.Variant, s.NodeTimeout)
+	switch {
+	case s.WaitReplicas < 0:
+		return field.Errorf("wait_replicas", "%v %d is negative", field.Self, s.WaitReplicas)
+	case s.WaitReplicas > 0 && base != "single" && base != "fenced":
+		return field.Errorf("wait_replicas", "%v applies only to single and fenced, not %s", field.Self, s.Variant)
+	case !s.WaitTimeout.IsZero() && s.WaitReplicas == 0:
+		return field.Errorf("wait_timeout", "%v needs %v", s.WaitTimeout, field.Ref("wait_replicas"))
+	case s.span(s.WaitTimeout) < 0:
+		return field.Errorf("wait_timeout", "%v is negative", s.WaitTimeout)
+	case s.SetNXOnExtend && base != "redsync":
+		return field.Errorf("setnx_on_extend", "%v applies only to redsync, not %s", field.Self, s.Variant)
+	case s.span(s.NodeTimeout) < 0:
+		return field.Errorf("node_timeout", "%v is negative", s.NodeTimeout)
+	case s.DriftFactor != nil && !(*s.DriftFactor >= 0 && *s.DriftFactor < 1):
+		return field.Errorf("drift_factor", "%g must be in [0, 1)", *s.DriftFactor)
 	}
 	if kind := s.Kind(); kind == KindSemaphore && s.Permits < 1 {
-		return fmt.Errorf("lock %s: permits %d, want at least 1", s.Variant, s.Permits)
+		return field.Errorf("permits", "%v %d, want at least 1", field.Self, s.Permits)
 	} else if kind != KindSemaphore && s.Permits != 0 {
-		return fmt.Errorf("lock %s: permits applies only to semaphores", s.Variant)
+		return field.Errorf("permits", "%v applies only to semaphores, not %s", field.Self, s.Variant)
 	}
 	if !s.ThreadWaitTime.IsZero() && base != "fair" {
-		return fmt.Errorf("lock %s: thread_wait_time applies only to fair", s.Variant)
+		return field.Errorf("thread_wait_time", "%v applies only to fair, not %s", field.Self, s.Variant)
 	}
 	if s.span(s.ThreadWaitTime) < 0 {
-		return fmt.Errorf("lock %s: thread_wait_time %v is negative", s.Variant, s.ThreadWaitTime)
+		return field.Errorf("thread_wait_time", "%v is negative", s.ThreadWaitTime)
+	}
+	return nil
+}
+
+// validateInner checks the variant a watchdog wraps.
+func (s Spec) validateInner() error {
+	if s.Variant != "watchdog" {
+		if s.Inner != "" {
+			return field.Errorf("inner", "%v applies only to watchdog, not %s", field.Self, s.Variant)
+		}
+		return nil
+	}
+	if s.inner() == "watchdog" {
+		return field.Errorf("inner", "%v cannot be watchdog", field.Self)
+	}
+	i, err := Lookup(s.inner())
+	if err != nil {
+		return field.Errorf("inner", "%w", err)
+	}
+	if i.Kind != KindLock {
+		return field.Errorf("inner", "%v %s is a %s, not a lock the watchdog can renew", field.Self, s.inner(), i.Kind)
 	}
 	return nil
 }
