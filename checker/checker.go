@@ -120,6 +120,13 @@ type Config struct {
 	Skip []string
 }
 
+// The bounds a Config (or a plan's check section) leaves out.
+const (
+	DefaultLivenessK              = 3
+	DefaultLinearizabilityTimeout = 30 * time.Second
+	DefaultLinearizabilityMemory  = 1 << 30
+)
+
 func (c Config) withDefaults() (Config, error) {
 	switch {
 	case c.TTL <= 0:
@@ -145,13 +152,13 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	if c.LivenessK == 0 {
-		c.LivenessK = 3
+		c.LivenessK = DefaultLivenessK
 	}
 	if c.LinearizabilityTimeout == 0 {
-		c.LinearizabilityTimeout = 30 * time.Second
+		c.LinearizabilityTimeout = DefaultLinearizabilityTimeout
 	}
 	if c.LinearizabilityMemory == 0 {
-		c.LinearizabilityMemory = 1 << 30
+		c.LinearizabilityMemory = DefaultLinearizabilityMemory
 	}
 	if c.MaxAnomalies == 0 {
 		c.MaxAnomalies = 100

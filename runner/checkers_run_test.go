@@ -87,7 +87,7 @@ type checkersRecord struct {
 
 func checkersOf(t *testing.T, p Plan) checkersRecord {
 	t.Helper()
-	cfg := p.checkConfig()
+	cfg := p.Normalize().checkConfig()
 	res, err := checker.Check(nil, cfg)
 	if err != nil {
 		t.Fatalf("%s: %v", p.Name, err)

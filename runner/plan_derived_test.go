@@ -52,7 +52,7 @@ func TestPlanDerived(t *testing.T) {
 
 func derived(t *testing.T, p Plan) []byte {
 	t.Helper()
-	p = p.withDefaults()
+	p = p.Normalize()
 	var specs []any
 	for i := 0; i < p.Workload.Clients; i++ {
 		specs = append(specs, p.clientLockSpec(i))

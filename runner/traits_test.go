@@ -34,7 +34,7 @@ func TestPlanAsksTheLockTraits(t *testing.T) {
 		wants string // "" valid
 	}{
 		{variants.Options{Variant: "reentrant"}, "independent:1", 2, ""},
-		{variants.Options{Variant: "single"}, "independent:1", 2, "workload nest 2 needs a reentrant lock (reentrant"},
+		{variants.Options{Variant: "single"}, "independent:1", 2, "workload.nest 2 needs a reentrant lock (reentrant"},
 		{variants.Options{Variant: "watchdog", Inner: "reentrant"}, "independent:1", 2, "needs a reentrant lock (reentrant"},
 		{variants.Options{Variant: "redlock"}, "independent:3", 1, ""},
 		{variants.Options{Variant: "redlock"}, "independent:4", 1, "lock redlock needs an odd number of masters, topology independent:4 has 4"},

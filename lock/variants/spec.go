@@ -8,6 +8,7 @@ import (
 	"github.com/go-redsync/redsync/v4"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tumbler-dev/tumbler/internal/field"
 	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/lock/adapters"
 	"github.com/tumbler-dev/tumbler/lock/fair"
@@ -34,8 +35,8 @@ type Options struct {
 	WaitTimeout  spans.Span `json:"wait_timeout,omitzero"`
 	// NodeTimeout bounds one request to one node (redlock, redsync).
 	NodeTimeout spans.Span `json:"node_timeout,omitzero"`
-	// DriftFactor overrides the clock-drift allowance's factor when set
-	// (lock.WithDrift; default lock.DefaultOptions().DriftFactor).
+	// DriftFactor overrides the clock-drift allowance's factor when set,
+	// in [0, 1) (lock.WithDrift; default lock.DefaultOptions().DriftFactor).
 	DriftFactor *float64 `json:"drift_factor,omitempty"`
 	// SetNXOnExtend turns on redsync's WithSetNXOnExtend (redsync #147).
 	SetNXOnExtend bool `json:"setnx_on_extend,omitempty"`
@@ -71,38 +72,45 @@ func (s Spec) span(d spans.Span) time.Duration { return d.Resolve(s.TTL) }
 
 // Validate checks s without building anything. What applies to the lock
 // is what its variant declares (Info): a wrapper's inner variant, the
-// settings only some variants take, permits for a semaphore.
+// settings only some variants take, permits for a semaphore. Each problem
+// names its field by its JSON path within the options ("drift_factor"),
+// as the plan's "lock" section does (package internal/field).
 func (s Spec) Validate() error {
 	info, err := Lookup(s.Variant)
 	if err != nil {
-		return err
+		return field.Errorf("variant", "%w", err)
 	}
 	if s.TTL <= 0 {
-		return fmt.Errorf("lock %s: ttl %v must be positive", s.Variant, s.TTL)
+		return field.Errorf("ttl", "%v %v must be positive", field.Self, s.TTL)
 	}
 	if err := s.validateInner(info); err != nil {
 		return err
 	}
 	info, _ = s.Info() // a wrapper's inner variant is known by now
-	if s.WaitReplicas < 0 {
-		return fmt.Errorf("lock %s: wait_replicas %d is negative", s.Variant, s.WaitReplicas)
-	}
 	for _, o := range specificSettings {
 		if o.set(s.Options) && !slices.Contains(info.Accepts, o.name) {
 			takers := With(func(i Info) bool { return slices.Contains(i.Accepts, o.name) })
-			return fmt.Errorf("lock %s: %s applies only to %s", s.Variant, o.name, andList(takers))
+			return field.Errorf(o.name, "%v applies only to %s, not %s", field.Self, andList(takers), s.Label())
 		}
 	}
-	if s.span(s.NodeTimeout) < 0 {
-		return fmt.Errorf("lock %s: node_timeout %v is negative", s.Variant, s.NodeTimeout)
+	switch {
+	case s.WaitReplicas < 0:
+		return field.Errorf("wait_replicas", "%v %d is negative", field.Self, s.WaitReplicas)
+	case !s.WaitTimeout.IsZero() && s.WaitReplicas == 0:
+		return field.Errorf("wait_timeout", "%v needs %v", s.WaitTimeout, field.Ref("wait_replicas"))
+	case s.span(s.WaitTimeout) < 0:
+		return field.Errorf("wait_timeout", "%v is negative", s.WaitTimeout)
+	case s.span(s.NodeTimeout) < 0:
+		return field.Errorf("node_timeout", "%v is negative", s.NodeTimeout)
+	case s.DriftFactor != nil && !(*s.DriftFactor >= 0 && *s.DriftFactor < 1):
+		return field.Errorf("drift_factor", "%g must be in [0, 1)", *s.DriftFactor)
+	case s.span(s.ThreadWaitTime) < 0:
+		return field.Errorf("thread_wait_time", "%v is negative", s.ThreadWaitTime)
 	}
 	if kind := s.Kind(); kind == KindSemaphore && s.Permits < 1 {
-		return fmt.Errorf("lock %s: permits %d, want at least 1", s.Variant, s.Permits)
+		return field.Errorf("permits", "%v %d, want at least 1", field.Self, s.Permits)
 	} else if kind != KindSemaphore && s.Permits != 0 {
-		return fmt.Errorf("lock %s: permits applies only to semaphores", s.Variant)
-	}
-	if s.span(s.ThreadWaitTime) < 0 {
-		return fmt.Errorf("lock %s: thread_wait_time %v is negative", s.Variant, s.ThreadWaitTime)
+		return field.Errorf("permits", "%v applies only to semaphores, not %s", field.Self, s.Variant)
 	}
 	return nil
 }
@@ -112,18 +120,18 @@ func (s Spec) Validate() error {
 func (s Spec) validateInner(info Info) error {
 	if !info.Wraps {
 		if s.Inner != "" {
-			return fmt.Errorf("lock %s: inner applies only to %s", s.Variant, andList(With(func(i Info) bool { return i.Wraps })))
+			return field.Errorf("inner", "%v applies only to %s, not %s", field.Self, andList(With(func(i Info) bool { return i.Wraps })), s.Variant)
 		}
 		return nil
 	}
 	in, err := Lookup(s.inner())
 	switch {
 	case err != nil:
-		return fmt.Errorf("lock %s: inner: %w", s.Variant, err)
+		return field.Errorf("inner", "%w", err)
 	case in.Wraps:
-		return fmt.Errorf("lock %s: inner cannot be %s: it wraps a lock itself", s.Variant, in.Name)
+		return field.Errorf("inner", "%v cannot be %s: it wraps a lock itself", field.Self, in.Name)
 	case in.Kind != KindLock:
-		return fmt.Errorf("lock %s: inner %s is a %s, not a lock the %s can wrap", s.Variant, in.Name, in.Kind, s.Variant)
+		return field.Errorf("inner", "%v %s is a %s, not a lock the %s can wrap", field.Self, in.Name, in.Kind, s.Variant)
 	}
 	return nil
 }

@@ -285,7 +285,7 @@ func TestWrapperUsesTheServersThroughItsInner(t *testing.T) {
 	}{
 		{Options{Variant: "watchdog", Inner: "redsync", SetNXOnExtend: true}, ""},
 		{Options{Variant: "watchdog", Inner: "fenced", WaitReplicas: 1}, ""},
-		{Options{Variant: "watchdog", SetNXOnExtend: true}, "lock watchdog: setnx_on_extend applies only to redsync"},
+		{Options{Variant: "watchdog", SetNXOnExtend: true}, "setnx_on_extend applies only to redsync, not watchdog"},
 		{Options{Variant: "watchdog", Inner: "redlock", ThreadWaitTime: spans.Fixed(time.Second)}, "thread_wait_time applies only to fair"},
 		{Options{Variant: "watchdog", Inner: "rwlock"}, "inner rwlock is a read-write, not a lock the watchdog can wrap"},
 	} {
