@@ -27,9 +27,13 @@ func TestOptionsValidateNamesTheField(t *testing.T) {
 		{func(o *workloads.Options) { o.Clients = 0 }, []string{"clients"}, "workload.clients = 0, want 1 to 10000 clients"},
 		{func(o *workloads.Options) { o.Kind = "queue" }, []string{"kind"}, `workload.kind: unknown workload kind "queue"`},
 		{func(o *workloads.Options) { o.Hold = spans.Range{spans.TTLs(0.3), spans.TTLs(0.1)} }, []string{"hold"}, "workload.hold range [300ms, 100ms] is invalid"},
-		{func(o *workloads.Options) { o.Kind, o.Latch = workloads.Latch, &workloads.LatchSpec{Count: 0, Counters: 1, Round: spans.Fixed(time.Second)} },
+		{func(o *workloads.Options) {
+			o.Kind, o.Latch = workloads.Latch, &workloads.LatchSpec{Count: 0, Counters: 1, Round: spans.Fixed(time.Second)}
+		},
 			[]string{"latch.count"}, "workload.latch.count = 0, want ≥ 1"},
-		{func(o *workloads.Options) { o.ClientStart = []spans.Span{spans.Fixed(0), spans.Fixed(-1), spans.Fixed(0)} }, []string{"client_start[1]"}, "workload.client_start[1] = -1ns"},
+		{func(o *workloads.Options) {
+			o.ClientStart = []spans.Span{spans.Fixed(0), spans.Fixed(-1), spans.Fixed(0)}
+		}, []string{"client_start[1]"}, "workload.client_start[1] = -1ns"},
 		{func(o *workloads.Options) { o.Keys, o.Rate = 0, -1 }, []string{"keys", "rate"}, "workload.keys = 0, want at least 1\nworkload.rate = -1 ops/s"},
 		{func(o *workloads.Options) { o.Retry = "spin" }, []string{"retry"}, `workload.retry "spin" unknown (valid: try, wait)`},
 	} {
