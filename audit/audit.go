@@ -246,7 +246,7 @@ func (a *auditor) judge() {
 			a.add(Finding{Check: "cluster", Node: n.name, Risky: true,
 				Setting: "cluster-enabled yes (" + n.info["cluster_enabled"] + ")",
 				Why:     "a sharded deployment: each lock key lives on one shard, whose primary fails over to an asynchronously replicated replica like a Sentinel primary does; a lock granted just before it is lost with it",
-				Rows:    []string{"cluster-failover", "single-failover", "fenced-failover-token-reuse"}})
+				Rows:    rows(clusterFailover, singleFailover, fencedFailoverTokenReuse)})
 		}
 	}
 	if replicated {
@@ -262,15 +262,15 @@ func (a *auditor) persistence(n nodeState) {
 	case aof != "yes":
 		a.add(Finding{Check: "persistence", Node: n.name, Risky: true, Setting: setting,
 			Why:  "without an AOF a restarted node comes back without the locks it granted (RDB snapshots, if any, are seconds to minutes old), and another client takes a lock its holder still believes it holds",
-			Rows: []string{"single-restart-empty", "redlock-restart-empty", "redsync-restart-empty"}})
+			Rows: rows(singleRestartEmpty, redlockRestartEmpty, redsyncRestartEmpty)})
 	case fsync != "always":
 		a.add(Finding{Check: "persistence", Node: n.name, Risky: true, Setting: setting,
 			Why:  "appendfsync " + fsync + " acknowledges a write before it is on disk: a process crash loses nothing, but a machine crash or power loss loses up to a second of grants, which a restarted node then hands out again (the restart rows show the same with everything lost; with always, nothing is)",
-			Rows: []string{"redlock-restart-empty", "redlock-restart-aof-always"}})
+			Rows: rows(redlockRestartEmpty, redlockRestartAOFAlways)})
 	default:
 		a.add(Finding{Check: "persistence", Node: n.name, Setting: setting,
 			Why:  "every acknowledged grant is on disk before the reply: a restarted node keeps its locks",
-			Rows: []string{"redlock-restart-aof-always"}})
+			Rows: rows(redlockRestartAOFAlways)})
 	}
 }
 
@@ -283,7 +283,7 @@ func (a *auditor) eviction(n nodeState) {
 		why = "a memory limit with " + policy + " can evict a lock key under its holder (volatile-* policies pick among keys with a TTL, which every lock key has), and the next client takes the lock at once"
 	}
 	a.add(Finding{Check: "eviction", Node: n.name, Risky: risky, Setting: setting, Why: why,
-		Rows: []string{"single-restart-empty"}})
+		Rows: rows(singleRestartEmpty)})
 }
 
 func (a *auditor) failoverWrites(n nodeState) {
@@ -292,12 +292,12 @@ func (a *auditor) failoverWrites(n nodeState) {
 	if min == 0 {
 		a.add(Finding{Check: "failover-writes", Node: n.name, Risky: true, Setting: setting,
 			Why:  "replication is asynchronous and the primary takes writes with no replica: a lock granted on it can be missing on the replica promoted after a failover, and on a partitioned primary for as long as the partition lasts. A lock that WAITs for a replica closes the first window only while every promotable replica has acknowledged",
-			Rows: []string{"single-failover", "fenced-failover-token-reuse", "single-failover-wait-lagging", "sentinel-split-brain"}})
+			Rows: rows(singleFailover, fencedFailoverTokenReuse, singleFailoverWaitLagging, sentinelSplitBrain)})
 		return
 	}
 	a.add(Finding{Check: "failover-writes", Node: n.name, Risky: true, Setting: setting,
 		Why:  fmt.Sprintf("a partitioned primary stops taking writes once its replicas have been silent for min-replicas-max-lag (%ss, plus up to about 2 s of acknowledgement and recount granularity), which bounds the split-brain window without closing it; a failover still loses a grant no replica acknowledged yet", lag),
-		Rows: []string{"sentinel-split-brain-min-replicas", "single-failover"}})
+		Rows: rows(sentinelSplitBrainMinReplicas, singleFailover)})
 }
 
 func (a *auditor) replicaPersistence() {
@@ -314,14 +314,14 @@ func (a *auditor) replicaPersistence() {
 		a.add(Finding{Check: "replica-persistence", Node: p.name, Risky: true,
 			Setting: "a primary with appendonly " + p.config["appendonly"] + " and " + p.info["connected_slaves"] + " replicas",
 			Why:     "a primary without persistence that restarts quickly (a supervisor, a container restart) comes back empty before any failover, and its replicas resync from it: every lock is gone everywhere",
-			Rows:    []string{"single-restart-empty"}})
+			Rows:    rows(singleRestartEmpty)})
 	}
 	for _, n := range a.nodes {
 		if n.role == "slave" && n.config["appendonly"] != "yes" {
 			a.add(Finding{Check: "replica-persistence", Node: n.name, Risky: true,
 				Setting: "a replica with appendonly " + n.config["appendonly"],
 				Why:     "a replica without persistence that restarts and is then promoted has only what it resynced: a restart and a failover together lose the locks",
-				Rows:    []string{"single-restart-empty", "single-failover"}})
+				Rows:    rows(singleRestartEmpty, singleFailover)})
 		}
 	}
 }
@@ -336,7 +336,7 @@ func (a *auditor) clock(n nodeState, ttl time.Duration) {
 		why = fmt.Sprintf("this clock is %v off the auditor's, more than the drift a lock with TTL %v allows (%v): either clock is wrong, and Redis expires keys by its own wall clock, so a jump forward expires every lock early", skew.Round(time.Millisecond), ttl, drift)
 	}
 	a.add(Finding{Check: "clock", Node: n.name, Risky: risky, Setting: setting, Why: why,
-		Rows: []string{"redlock-clock-jump", "recipe-getset-skew"}})
+		Rows: rows(redlockClockJump, recipeGetSetSkew)})
 }
 
 func (a *auditor) sentinelTiming(ttl time.Duration) {
@@ -357,12 +357,12 @@ func (a *auditor) sentinelTiming(ttl time.Duration) {
 				why = fmt.Sprintf("Sentinel declares the primary down after %v and promotes a replica a few seconds later, within a lock's TTL (%v): a lock granted on the old primary and not yet replicated is still valid, and missing, on the new one. failover-timeout %v bounds how long a failover may take and when a failed one is retried", down, ttl, fot)
 			}
 			a.add(Finding{Check: "sentinel-timing", Node: s.name, Risky: risky, Setting: setting, Why: why,
-				Rows: []string{"single-failover", "single-failover-wait", "sentinel-split-brain"}})
+				Rows: rows(singleFailover, singleFailoverWait, sentinelSplitBrain)})
 			total := atoi(m["num-other-sentinels"]) + 1
 			if total < 3 {
 				a.add(Finding{Check: "sentinel-quorum", Node: s.name, Risky: true, Setting: setting,
 					Why:  fmt.Sprintf("%d Sentinels: with fewer than three, one Sentinel down (or cut off with the primary) leaves no majority to fail over, or lets one side of a partition decide alone", total),
-					Rows: []string{"sentinel-split-brain"}})
+					Rows: rows(sentinelSplitBrain)})
 			}
 		}
 	}

@@ -19,7 +19,7 @@ import (
 func benchHistory(b *testing.B, cfg simConfig) *prepared {
 	b.Helper()
 	ops := simulate(cfg)
-	c, err := Config{TTL: cfg.ttl, Fenced: cfg.writes}.withDefaults()
+	c, err := Config{TTL: cfg.ttl, Subject: Subject{Fenced: cfg.writes}}.withDefaults()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func BenchmarkCheckAllButLinearizability(b *testing.B) {
 	cfg := simConfig{seed: 11, clients: 16, keys: 4, ops: 1_000_000, ttl: 200 * time.Millisecond, watchdog: true, infoRate: 0.01, writes: true}
 	ops := simulate(cfg)
 	for b.Loop() {
-		res, err := Check(ops, Config{TTL: cfg.ttl, Fenced: true, Skip: []string{Linearizability}})
+		res, err := Check(ops, Config{TTL: cfg.ttl, Subject: Subject{Fenced: true}, Skip: []string{Linearizability}})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,13 +1,9 @@
 package checker
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
-
-	"github.com/tumbler-dev/tumbler/history"
 )
 
 // Verdict is the outcome of a check.
@@ -30,28 +26,6 @@ func merge(a, b Verdict) Verdict {
 	}
 	return Valid
 }
-
-// Checker names, for CheckerResult.Name and Config.Skip.
-const (
-	MutualExclusion = "mutual-exclusion"
-	Linearizability = "linearizability"
-	Fencing         = "fencing"
-	StaleWrites     = "stale-writes"
-	LostUpdates     = "lost-updates"
-	Liveness        = "liveness"
-	// The checkers of Redisson's other synchronizers.
-	ReadersWriters = "readers-writers"
-	Fairness       = "fairness"
-	Semaphore      = "semaphore"
-	Latch          = "latch"
-	LatchLiveness  = "latch-liveness"
-)
-
-var checkerNames = []string{MutualExclusion, Linearizability, Fencing, StaleWrites, LostUpdates, Liveness,
-	ReadersWriters, Fairness, Semaphore, Latch, LatchLiveness}
-
-// IsName reports whether name is a checker's name (for Config.Skip).
-func IsName(name string) bool { return slices.Contains(checkerNames, name) }
 
 // Kind classifies an anomaly (or a warning).
 type Kind string
@@ -135,30 +109,9 @@ type Config struct {
 	// a piece that needs more is not searched, or is stopped, and makes the
 	// verdict unknown, naming the piece. 0 means 1 GiB.
 	LinearizabilityMemory int64
-	// Fenced: the workload writes carry fencing tokens that the resource
-	// checks. Enables the fencing checker, which then judges late writes
-	// that carry a token (see StaleWrite).
-	Fenced bool
-	// Counter: the workload is the counter (read, then write value+1).
-	// Enables the lost-updates checker.
-	Counter bool
-	// Reentrant: an acquire by the current holder nests (Redisson's hold
-	// count); the hold ends when as many releases were invoked.
-	Reentrant bool
-	// ReadWrite: the lock is a read-write lock whose ops carry a mode:
-	// readers share it, so mutual exclusion and linearizability (a mutex
-	// model) give way to the readers-writers checker.
-	ReadWrite bool
-	// Fair: the lock grants in queue order (enqueue ops); enables the
-	// fairness checker.
-	Fair bool
-	// Permits > 0: the lock is a semaphore with that many permits; the
-	// semaphore checker replaces mutual exclusion, linearizability and
-	// stale writes.
-	Permits int
-	// Latch: the history is a count-down latch's (init, count-down, await):
-	// the latch checkers replace every lock checker.
-	Latch bool
+	// Subject is what the history is of: what the checkers must know to
+	// read it, and from which each checker says whether it applies.
+	Subject
 	// MaxAnomalies caps the anomalies and warnings kept per checker (all
 	// are counted). 0 means 100.
 	MaxAnomalies int
@@ -166,6 +119,13 @@ type Config struct {
 	// history).
 	Skip []string
 }
+
+// The bounds a Config (or a plan's check section) leaves out.
+const (
+	DefaultLivenessK              = 3
+	DefaultLinearizabilityTimeout = 30 * time.Second
+	DefaultLinearizabilityMemory  = 1 << 30
+)
 
 func (c Config) withDefaults() (Config, error) {
 	switch {
@@ -179,24 +139,26 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("checker: Config.LinearizabilityMemory must not be negative, got %d", c.LinearizabilityMemory)
 	case c.MaxAnomalies < 0:
 		return c, fmt.Errorf("checker: Config.MaxAnomalies must not be negative, got %d", c.MaxAnomalies)
-	case c.Permits < 0:
-		return c, fmt.Errorf("checker: Config.Permits must not be negative, got %d", c.Permits)
-	case moreThanOne(c.ReadWrite, c.Permits > 0, c.Latch):
-		return c, fmt.Errorf("checker: Config: a lock is read-write, a semaphore or a latch, not several")
+	}
+	if err := c.Subject.validate(); err != nil {
+		return c, err
+	}
+	if c.Shape == "" {
+		c.Shape = ShapeLock
 	}
 	for _, s := range c.Skip {
-		if !slices.Contains(checkerNames, s) {
-			return c, fmt.Errorf("checker: Config.Skip: unknown checker %q (known: %v)", s, checkerNames)
+		if !IsName(s) {
+			return c, fmt.Errorf("checker: Config.Skip: unknown checker %q (known: %v)", s, Names())
 		}
 	}
 	if c.LivenessK == 0 {
-		c.LivenessK = 3
+		c.LivenessK = DefaultLivenessK
 	}
 	if c.LinearizabilityTimeout == 0 {
-		c.LinearizabilityTimeout = 30 * time.Second
+		c.LinearizabilityTimeout = DefaultLinearizabilityTimeout
 	}
 	if c.LinearizabilityMemory == 0 {
-		c.LinearizabilityMemory = 1 << 30
+		c.LinearizabilityMemory = DefaultLinearizabilityMemory
 	}
 	if c.MaxAnomalies == 0 {
 		c.MaxAnomalies = 100
@@ -370,103 +332,6 @@ type HistoryError struct {
 }
 
 func (e *HistoryError) Error() string { return fmt.Sprintf("checker: op %d: %s", e.Index, e.Reason) }
-
-// Check runs every checker on a history (ops in index order, as a
-// Recorder keeps them or ReadFile returns them). The error is for a bad
-// Config or a history that breaks the contract (a *HistoryError: a
-// completion without its invoke, times going backwards…); a checker that cannot decide makes the
-// verdict unknown instead.
-func Check(ops []history.Op, cfg Config) (*Result, error) {
-	cfg, err := cfg.withDefaults()
-	if err != nil {
-		return nil, err
-	}
-	p, err := prepare(ops, cfg)
-	if err != nil {
-		return nil, err
-	}
-	res := &Result{Verdict: Valid, Faults: p.faults, Ops: len(ops), End: p.end}
-	type run struct {
-		name string
-		fn   func(*prepared, *Result, *report)
-		skip string // reason not to run, if any
-	}
-	notMutex := ""
-	switch {
-	case cfg.ReadWrite:
-		notMutex = "a read-write lock: readers share it (the readers-writers checker judges it)"
-	case cfg.Permits > 0:
-		notMutex = "a semaphore: up to its permits hold it at once (the semaphore checker judges it)"
-	case cfg.Latch:
-		notMutex = "a latch: nothing is held (the latch checkers judge it)"
-	}
-	notSem := notMutex
-	if cfg.ReadWrite {
-		notSem = ""
-	}
-	runs := []run{
-		{MutualExclusion, checkMutex, notMutex},
-		{Linearizability, checkLinearizable, notMutex},
-		{Fencing, checkFencing, ifNot(cfg.Fenced, "the workload is not fenced (Config.Fenced)")},
-		{StaleWrites, checkStaleWrites, notSem},
-		{LostUpdates, checkLostUpdates, ifNot(cfg.Counter, "not a counter workload (Config.Counter)")},
-		{Liveness, checkLiveness, ifNot(!cfg.Latch, "a latch: nothing is acquired (the latch-liveness checker judges it)")},
-		{ReadersWriters, checkReadersWriters, ifNot(cfg.ReadWrite, "not a read-write lock (Config.ReadWrite)")},
-		{Fairness, checkFairness, ifNot(cfg.Fair, "not a fair lock (Config.Fair)")},
-		{Semaphore, checkSemaphore, ifNot(cfg.Permits > 0, "not a semaphore (Config.Permits)")},
-		{Latch, checkLatch, ifNot(cfg.Latch, "not a latch (Config.Latch)")},
-		{LatchLiveness, checkLatchLiveness, ifNot(cfg.Latch, "not a latch (Config.Latch)")},
-	}
-	for _, r := range runs {
-		rep := &report{CheckerResult: CheckerResult{Name: r.name, Verdict: Valid}, max: cfg.MaxAnomalies, p: p}
-		if slices.Contains(cfg.Skip, r.name) {
-			r.skip = "skipped by Config.Skip"
-		}
-		if r.skip != "" {
-			rep.Skipped, rep.Reason = true, r.skip
-		} else {
-			start := time.Now()
-			r.fn(p, res, rep)
-			rep.Duration = time.Since(start)
-		}
-		if rep.Anomalies > 0 {
-			rep.Verdict = Invalid
-		}
-		res.Verdict = merge(res.Verdict, rep.Verdict)
-		res.Checkers = append(res.Checkers, rep.CheckerResult)
-		res.Anomalies = append(res.Anomalies, rep.anomalies...)
-		res.Warnings = append(res.Warnings, rep.warnings...)
-	}
-	byTime := func(a, b Anomaly) int {
-		if a.From != b.From {
-			return cmp.Compare(a.From, b.From)
-		}
-		return slices.Compare(a.Ops, b.Ops)
-	}
-	slices.SortStableFunc(res.Anomalies, byTime)
-	slices.SortStableFunc(res.Warnings, byTime)
-	if res.Anomalies == nil {
-		res.Anomalies = []Anomaly{}
-	}
-	return res, nil
-}
-
-func moreThanOne(bs ...bool) bool {
-	n := 0
-	for _, b := range bs {
-		if b {
-			n++
-		}
-	}
-	return n > 1
-}
-
-func ifNot(cond bool, reason string) string {
-	if cond {
-		return ""
-	}
-	return reason
-}
 
 // report collects one checker's findings.
 type report struct {

@@ -131,7 +131,7 @@ func TestResultJSON(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	if back.Verdict != Invalid || len(back.Anomalies) != 2 || back.Anomalies[0].Faults[0] != "f1" || back.Faults[0].Desc != "kill n1" || len(back.Checkers) != len(checkerNames) {
+	if back.Verdict != Invalid || len(back.Anomalies) != 2 || back.Anomalies[0].Faults[0] != "f1" || back.Faults[0].Desc != "kill n1" || len(back.Checkers) != len(Names()) {
 		t.Fatalf("%s", b)
 	}
 }
@@ -145,5 +145,48 @@ func TestSkip(t *testing.T) {
 	me, _ := res.Checker(MutualExclusion)
 	if !me.Skipped || me.Reason != "skipped by Config.Skip" {
 		t.Fatalf("%+v", me)
+	}
+}
+
+// TestComposedByTheSubject: each checker says from the subject whether it
+// applies; Check lists every checker, running those that apply and listing
+// the others as skipped with a reason a person can read.
+func TestComposedByTheSubject(t *testing.T) {
+	lock := []string{MutualExclusion, Linearizability, StaleWrites, Liveness}
+	for _, c := range []struct {
+		s   Subject
+		run []string
+	}{
+		{Subject{}, lock},
+		{Subject{Shape: ShapeLock, Reentrant: true}, lock},
+		{Subject{Fenced: true}, []string{MutualExclusion, Linearizability, Fencing, StaleWrites, Liveness}},
+		{Subject{Counter: true}, []string{MutualExclusion, Linearizability, StaleWrites, LostUpdates, Liveness}},
+		{Subject{Fair: true}, []string{MutualExclusion, Linearizability, StaleWrites, Liveness, Fairness}},
+		{Subject{Shape: ShapeReadWrite}, []string{StaleWrites, Liveness, ReadersWriters}},
+		{Subject{Shape: ShapeSemaphore, Permits: 2, Counter: true}, []string{LostUpdates, Liveness, Semaphore}},
+		{Subject{Shape: ShapeLatch}, []string{Latch, LatchLiveness}},
+	} {
+		res := check(t, nil, Config{Subject: c.s})
+		var run []string
+		for i, r := range res.Checkers {
+			if r.Name != Names()[i] {
+				t.Fatalf("%+v: checker %d is %s, want %s (the order of Checkers)", c.s, i, r.Name, Names()[i])
+			}
+			ok, reason := checkers[i].Applies(c.s)
+			switch {
+			case !r.Skipped:
+				run = append(run, r.Name)
+			case r.Reason == "" || r.Reason != reason || ok:
+				t.Errorf("%+v: %s skipped with reason %q, Applies says %v, %q", c.s, r.Name, r.Reason, ok, reason)
+			}
+		}
+		if strings.Join(run, " ") != strings.Join(c.run, " ") {
+			t.Errorf("%+v: ran %v, want %v", c.s, run, c.run)
+		}
+	}
+	for _, c := range Checkers() {
+		if c.Name == "" || c.Judges == "" || !IsName(c.Name) {
+			t.Errorf("checker %+v: a name and what it judges are required", c)
+		}
 	}
 }

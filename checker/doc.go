@@ -4,11 +4,25 @@
 // nobody could take any more — and for Redisson's other synchronizers, a
 // writer sharing a read-write lock, a fair lock granted out of queue
 // order, more semaphore holders than permits, a latch that opened early or
-// never. Check runs the checkers that apply to the run and merges their
-// verdicts: invalid if any found an anomaly, unknown if one
-// could not decide and none found an anomaly, valid otherwise. Each anomaly
-// names its operations (history indexes), times, the faults active then and
-// says in one sentence what happened.
+// never. Check composes the checkers, as Jepsen's checker/compose does,
+// and merges their verdicts: invalid if any found an anomaly, unknown if
+// one could not decide and none found an anomaly, valid otherwise. Each
+// anomaly names its operations (history indexes), times, the faults active
+// then and says in one sentence what happened.
+//
+// # Composing the checkers
+//
+// Each checker is a value (Checker, listed by Checkers): its name, what it
+// judges, when it applies and its check. The caller says what the history
+// is of (Config.Subject: what the clients hold — a lock, a read-write
+// lock, a semaphore's permits, a latch — and what the lock and the
+// workload promise: fencing tokens the resource checks, nested holds,
+// queue order, a counter); it does not pick checkers. Each checker decides
+// from the subject whether it applies, and Check lists every checker in
+// its result, those that do not apply (or that Config.Skip names) as
+// skipped with the reason. The run engine derives the subject from the
+// lock variant's declared traits (package lock/variants) and the
+// workload's kind.
 //
 // # The history contract
 //
@@ -41,11 +55,11 @@
 //     by index).
 //   - read (counter): the ok record's Value is the value read (base 10).
 //   - a read-write lock's acquire, release and extend carry Mode "read" or
-//     "write" (Config.ReadWrite).
-//   - enqueue (fair lock, Config.Fair): an attempt that left the waiter
+//     "write" (Subject.Shape ShapeReadWrite).
+//   - enqueue (fair lock, Subject.Fair): an attempt that left the waiter
 //     queued; the ok's ValidUntil is its queue entry's timeout. dequeue: a
 //     waiter that gave up left the queue.
-//   - init, count-down, await (latch, Config.Latch): init's Value is the
+//   - init, count-down, await (latch, Subject.Shape ShapeLatch): init's Value is the
 //     count set (ok: set; fail: the latch existed); await ok: the waiter
 //     passed, fail: it gave up. A semaphore's init sets Value permits.
 //

@@ -27,7 +27,7 @@ func FuzzCheck(f *testing.F) {
 		if err != nil && ops == nil {
 			return
 		}
-		res, err := Check(ops, Config{TTL: 100 * time.Millisecond, Fenced: flags, Counter: flags, Reentrant: flags,
+		res, err := Check(ops, Config{TTL: 100 * time.Millisecond, Subject: Subject{Fenced: flags, Counter: flags, Reentrant: flags},
 			LinearizabilityTimeout: 200 * time.Millisecond})
 		if err != nil {
 			return

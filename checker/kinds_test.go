@@ -2,6 +2,7 @@ package checker
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/tumbler-dev/tumbler/history"
@@ -30,7 +31,7 @@ func flat(ps ...[]part) []part {
 }
 
 func TestReadersWriters(t *testing.T) {
-	rw := Config{ReadWrite: true}
+	rw := Config{Subject: Subject{Shape: ShapeReadWrite}}
 	t.Run("readers share, writers alone", func(t *testing.T) {
 		res := check(t, build(flat(reader(1, "k", 10, 100), reader(2, "k", 50, 150), writer(3, "k", 160, 200), reader(1, "k", 210, 300))...), rw)
 		expect(t, res, verdicts{})
@@ -88,7 +89,7 @@ func TestReadersWritersProperty(t *testing.T) {
 			}
 			at = end + 2
 		}
-		res := check(t, build(parts...), Config{ReadWrite: true})
+		res := check(t, build(parts...), Config{Subject: Subject{Shape: ShapeReadWrite}})
 		if res.Verdict != Valid {
 			t.Fatalf("schedule %d: %s: %+v", n, res.Verdict, res.Anomalies)
 		}
@@ -97,7 +98,7 @@ func TestReadersWritersProperty(t *testing.T) {
 		}
 		w := writes[0]
 		bad := append(parts, writer(99, "k", w[0]+1, w[1]+1)...)
-		if res := check(t, build(bad...), Config{ReadWrite: true}); res.Verdict != Invalid {
+		if res := check(t, build(bad...), Config{Subject: Subject{Shape: ShapeReadWrite}}); res.Verdict != Invalid {
 			t.Fatalf("schedule %d with an extra writer inside another: %s", n, res.Verdict)
 		}
 	}
@@ -108,7 +109,7 @@ func permit(proc int, key string, from, to, validity float64) []part {
 }
 
 func TestSemaphore(t *testing.T) {
-	sem := Config{Permits: 2}
+	sem := Config{Subject: Subject{Shape: ShapeSemaphore, Permits: 2}}
 	t.Run("two holders of two permits", func(t *testing.T) {
 		res := check(t, build(flat(permit(1, "s", 10, 100, 1e6), permit(2, "s", 20, 150, 1e6), permit(3, "s", 110, 200, 1e6))...), sem)
 		expect(t, res, verdicts{})
@@ -153,7 +154,7 @@ func enq(proc int, key string, call, ret, deadline float64) part {
 }
 
 func TestFairness(t *testing.T) {
-	fair := Config{Fair: true}
+	fair := Config{Subject: Subject{Fair: true}}
 	t.Run("grants in queue order", func(t *testing.T) {
 		res := check(t, build(
 			acq(1, "k", 0, 1, history.OK, vu(1000)), rel(1, "k", 100, 101, history.OK),
@@ -223,7 +224,7 @@ func initOp(proc int, key string, call, ret float64, count string) part {
 }
 
 func TestLatch(t *testing.T) {
-	latch := Config{Latch: true}
+	latch := Config{Subject: Subject{Shape: ShapeLatch}}
 	t.Run("waiters pass after the count-downs", func(t *testing.T) {
 		res := check(t, build(
 			initOp(0, "l", 0, 1, "2"),
@@ -292,11 +293,21 @@ func TestLatch(t *testing.T) {
 }
 
 func TestKindConfigErrors(t *testing.T) {
-	if _, err := Check(nil, Config{TTL: 1, ReadWrite: true, Latch: true}); err == nil {
-		t.Fatal("a read-write latch was accepted")
-	}
-	if _, err := Check(nil, Config{TTL: 1, Permits: -1}); err == nil {
-		t.Fatal("negative permits were accepted")
+	// A subject is one shape: a read-write latch cannot be written, and
+	// permits belong to a semaphore only.
+	for _, c := range []struct {
+		s    Subject
+		want string
+	}{
+		{Subject{Shape: "read-write-latch"}, `Config.Shape "read-write-latch" unknown`},
+		{Subject{Shape: ShapeLatch, Permits: 2}, "permits belong to a semaphore, not a latch"},
+		{Subject{Permits: 2}, "permits belong to a semaphore, not a lock"},
+		{Subject{Shape: ShapeSemaphore, Permits: -1}, "Config.Permits must not be negative"},
+		{Subject{Shape: ShapeSemaphore}, "a semaphore needs at least 1 permit"},
+	} {
+		if _, err := Check(nil, Config{TTL: 1, Subject: c.s}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want an error containing %q", c.s, err, c.want)
+		}
 	}
 	if !IsName(Fairness) || IsName("fair") {
 		t.Fatal("IsName")
@@ -338,7 +349,7 @@ func TestSemaphoreProperty(t *testing.T) {
 				busy = [2]float64{from, to}
 			}
 		}
-		cfg := Config{Permits: permits}
+		cfg := Config{Subject: Subject{Shape: ShapeSemaphore, Permits: permits}}
 		if res := check(t, build(parts...), cfg); res.Verdict != Valid {
 			t.Fatalf("schedule %d (%d permits): %s: %+v", n, permits, res.Verdict, res.Anomalies)
 		}

@@ -129,7 +129,7 @@ func TestLinearizabilityTimeoutIsUnknown(t *testing.T) {
 		acq(31, "k", 200, 210, h.OK, vu(3000)),
 	)
 	start := time.Now()
-	res := check(t, build(parts...), Config{Reentrant: true, LinearizabilityTimeout: 300 * time.Millisecond, Skip: []string{MutualExclusion}})
+	res := check(t, build(parts...), Config{Subject: Subject{Reentrant: true}, LinearizabilityTimeout: 300 * time.Millisecond, Skip: []string{MutualExclusion}})
 	lin, _ := res.Checker(Linearizability)
 	if lin.Verdict != Unknown || !strings.Contains(lin.Reason, "did not finish within 300ms") {
 		t.Fatalf("got %s (%s), want unknown after the time limit", lin.Verdict, lin.Reason)
@@ -250,7 +250,7 @@ func TestLinearizabilityTimeoutBesideAnIllegalKey(t *testing.T) {
 		acq(30, "slow", 100, 110, h.OK, vu(3000)), acq(31, "slow", 200, 210, h.OK, vu(3000)),
 		acq(40, "bad", 100, 110, h.OK, vu(3000)), acq(41, "bad", 200, 210, h.OK, vu(3000)),
 	)
-	res := check(t, build(parts...), Config{Reentrant: true, LinearizabilityTimeout: 300 * time.Millisecond, Skip: []string{MutualExclusion}})
+	res := check(t, build(parts...), Config{Subject: Subject{Reentrant: true}, LinearizabilityTimeout: 300 * time.Millisecond, Skip: []string{MutualExclusion}})
 	lin, _ := res.Checker(Linearizability)
 	if lin.Verdict != Invalid || len(res.Anomalies) != 1 || res.Anomalies[0].Key != "bad" {
 		t.Fatalf("%s, anomalies %+v", lin.Verdict, res.Anomalies)

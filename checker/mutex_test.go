@@ -105,7 +105,7 @@ func TestMutualExclusionAndLinearizability(t *testing.T) {
 		), true, verdicts{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := check(t, tc.ops, Config{Reentrant: tc.reentrant})
+			res := check(t, tc.ops, Config{Subject: Subject{Reentrant: tc.reentrant}})
 			expect(t, res, tc.want)
 		})
 	}
@@ -294,7 +294,7 @@ func TestHolds(t *testing.T) {
 	if dg.From != b.Start || dg.To != a.End {
 		t.Errorf("double grant over [%d, %d], want the overlap of the holds [%d, %d]", dg.From, dg.To, b.Start, a.End)
 	}
-	hs, err = Holds(ops, Config{Reentrant: true})
+	hs, err = Holds(ops, Config{Subject: Subject{Reentrant: true}})
 	if err != nil || len(hs) != 2 || hs[1].Depth != 2 || hs[1].ValidUntil != ns(1510) {
 		t.Fatalf("reentrant: Holds = %+v, %v; want client 2's acquires nested (depth 2, valid until 1.51 s)", hs, err)
 	}

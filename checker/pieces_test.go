@@ -227,7 +227,7 @@ func TestLinearizabilitySplitKeepsVerdicts(t *testing.T) {
 			var total splitStats
 			for round := range rounds {
 				ops := tc.gen(rng, reentrant)
-				cfg, _ := Config{TTL: time.Second, Reentrant: reentrant}.withDefaults()
+				cfg, _ := Config{TTL: time.Second, Subject: Subject{Reentrant: reentrant}}.withDefaults()
 				p, err := prepare(ops, cfg)
 				if err != nil {
 					t.Fatalf("round %d: %v", round, err)
@@ -310,7 +310,7 @@ func TestLinearizabilitySplitKeepsVerdictsOnRecordedHistories(t *testing.T) {
 	}
 	var invalid int
 	for _, x := range hs {
-		cfg, _ := Config{TTL: time.Second, Reentrant: x.reentrant}.withDefaults()
+		cfg, _ := Config{TTL: time.Second, Subject: Subject{Reentrant: x.reentrant}}.withDefaults()
 		p, err := prepare(x.ops, cfg)
 		if err != nil {
 			t.Fatalf("%s: %v", x.name, err)
@@ -421,7 +421,7 @@ func TestUndecidedPieceIsNamed(t *testing.T) {
 		parts = append(parts, acq(c, "k", 100+float64(c), 5000, h.Info))
 	}
 	parts = append(parts, acq(30, "k", 200, 210, h.OK, vu(3000)), acq(31, "k", 300, 310, h.OK, vu(3000)))
-	res := check(t, build(parts...), Config{Reentrant: true, LinearizabilityTimeout: 300 * time.Millisecond, Skip: []string{MutualExclusion}})
+	res := check(t, build(parts...), Config{Subject: Subject{Reentrant: true}, LinearizabilityTimeout: 300 * time.Millisecond, Skip: []string{MutualExclusion}})
 	lin, _ := res.Checker(Linearizability)
 	if lin.Verdict != Unknown || lin.Stats["pieces"] != 2 {
 		t.Fatalf("%s (%s) %v", lin.Verdict, lin.Reason, lin.Stats)
@@ -431,7 +431,7 @@ func TestUndecidedPieceIsNamed(t *testing.T) {
 		t.Fatalf("reason\n%s\nwant\n%s", lin.Reason, want)
 	}
 	// The memory bound: the same piece does not fit in 20 KiB.
-	res = check(t, build(parts...), Config{Reentrant: true, LinearizabilityMemory: 20 << 10, Skip: []string{MutualExclusion}})
+	res = check(t, build(parts...), Config{Subject: Subject{Reentrant: true}, LinearizabilityMemory: 20 << 10, Skip: []string{MutualExclusion}})
 	lin, _ = res.Checker(Linearizability)
 	if lin.Verdict != Unknown || !strings.Contains(lin.Reason, `on key "k" piece 2 of 2`) || !strings.Contains(lin.Reason, "Config.LinearizabilityMemory") {
 		t.Fatalf("%s (%s)", lin.Verdict, lin.Reason)
@@ -483,7 +483,7 @@ func TestCutRulesAreNeeded(t *testing.T) {
 		), true, 50, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, _ := Config{TTL: time.Second, Reentrant: tc.reentrant}.withDefaults()
+			cfg, _ := Config{TTL: time.Second, Subject: Subject{Reentrant: tc.reentrant}}.withDefaults()
 			p, err := prepare(tc.ops, cfg)
 			if err != nil {
 				t.Fatal(err)

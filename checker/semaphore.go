@@ -10,7 +10,7 @@ import (
 )
 
 // checkSemaphore checks that no more clients held a semaphore's permits
-// at once than it has (Config.Permits). Holds are the mutual-exclusion
+// at once than it has (Subject.Permits). Holds are the mutual-exclusion
 // checker's: a permit is held from its acquire's ok until the release is
 // invoked, its validity ends (a permit-expirable semaphore's lease), its
 // lease is reported lost or its client crashes. A client that acts on the

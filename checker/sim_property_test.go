@@ -19,7 +19,7 @@ func TestSimulatedCorrectLockIsValid(t *testing.T) {
 		{seed: 5, clients: 16, keys: 4, ops: 4000, ttl: 200 * time.Millisecond, writes: true, infoRate: 0.1},
 	} {
 		ops := simulate(cfg)
-		res := check(t, ops, Config{TTL: cfg.ttl, Fenced: cfg.writes, Counter: cfg.counter})
+		res := check(t, ops, Config{TTL: cfg.ttl, Subject: Subject{Fenced: cfg.writes, Counter: cfg.counter}})
 		t.Logf("seed %d: %d ops, %v", cfg.seed, len(ops), summary(res))
 		expect(t, res, verdicts{})
 	}
@@ -95,7 +95,7 @@ func TestSimulatedLostIncrementIsFound(t *testing.T) {
 		t.Fatalf("only %d writes", len(writes))
 	}
 	ops[writes[19]].Value = ops[writes[9]].Value
-	res := check(t, ops, Config{TTL: cfg.ttl, Counter: true})
+	res := check(t, ops, Config{TTL: cfg.ttl, Subject: Subject{Counter: true}})
 	expect(t, res, verdicts{LostUpdates: Invalid})
 	// The record alone changed, so later writes continue from the true
 	// value: the anomaly is the write that set the counter back over ten
@@ -115,7 +115,7 @@ func TestSimulatedTokenReuseIsFound(t *testing.T) {
 		}
 	}
 	ops[grants[7]].Token = ops[grants[6]].Token
-	res := check(t, ops, Config{TTL: cfg.ttl, Fenced: true})
+	res := check(t, ops, Config{TTL: cfg.ttl, Subject: Subject{Fenced: true}})
 	expect(t, res, verdicts{Fencing: Invalid})
 	if k := kinds(res.Anomalies); k[0] != TokenReuse {
 		t.Fatalf("%v", k)

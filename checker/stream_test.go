@@ -70,8 +70,8 @@ func TestMutexMonitorCountsWhatCheckFinds(t *testing.T) {
 	}
 	found := 0
 	for _, x := range hs {
-		cfg := Config{TTL: time.Second, Reentrant: x.reentrant}
-		res, err := Check(x.ops, Config{TTL: cfg.TTL, Reentrant: x.reentrant, Skip: []string{Linearizability}})
+		cfg := Config{TTL: time.Second, Subject: Subject{Reentrant: x.reentrant}}
+		res, err := Check(x.ops, Config{TTL: cfg.TTL, Subject: Subject{Reentrant: x.reentrant}, Skip: []string{Linearizability}})
 		if err != nil {
 			t.Fatalf("%s: %v", x.name, err)
 		}
@@ -138,7 +138,7 @@ func TestHoldsAsCheckComputesThem(t *testing.T) {
 	compared := 0
 	for _, ops := range hs {
 		for _, reentrant := range []bool{false, true} {
-			cfg := Config{TTL: time.Second, Reentrant: reentrant}
+			cfg := Config{TTL: time.Second, Subject: Subject{Reentrant: reentrant}}
 			got, gerr := Holds(ops, cfg)
 			p, perr := prepare(ops, cfg)
 			if (gerr == nil) != (perr == nil) || (gerr != nil && gerr.Error() != perr.Error()) {

@@ -50,7 +50,7 @@ func TestFencing(t *testing.T) {
 		), false, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := check(t, tc.ops, Config{Fenced: true, Reentrant: tc.reentrant, Skip: []string{MutualExclusion, Linearizability, StaleWrites}})
+			res := check(t, tc.ops, Config{Subject: Subject{Fenced: true, Reentrant: tc.reentrant}, Skip: []string{MutualExclusion, Linearizability, StaleWrites}})
 			fc, _ := res.Checker(Fencing)
 			if got := kinds(res.Anomalies); !slices.Equal(got, tc.want) {
 				t.Fatalf("anomalies %v, want %v", got, tc.want)
@@ -66,7 +66,7 @@ func TestFencing(t *testing.T) {
 		})
 	}
 	res := check(t, build(acq(1, "k", 0, 1, h.OK, vu(100), tok(5)), acq(2, "k", 200, 201, h.OK, vu(1200), tok(5))), Config{})
-	if fc, _ := res.Checker(Fencing); !fc.Skipped || fc.Verdict != Valid || !strings.Contains(fc.Reason, "Config.Fenced") {
+	if fc, _ := res.Checker(Fencing); !fc.Skipped || fc.Verdict != Valid || !strings.Contains(fc.Reason, "Subject.Fenced") {
 		t.Fatalf("fencing on an unfenced workload: %+v", fc)
 	}
 }
@@ -131,7 +131,7 @@ func TestStaleWrites(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fenced := slices.ContainsFunc(tc.ops, func(o h.Op) bool { return o.Token != 0 })
-			res := check(t, tc.ops, Config{Fenced: fenced, Skip: []string{MutualExclusion, Linearizability, Liveness}})
+			res := check(t, tc.ops, Config{Subject: Subject{Fenced: fenced}, Skip: []string{MutualExclusion, Linearizability, Liveness}})
 			sw, _ := res.Checker(StaleWrites)
 			if got := kinds(res.Anomalies); !slices.Equal(got, tc.anomaly) {
 				t.Fatalf("anomalies %v, want %v", got, tc.anomaly)
@@ -207,7 +207,7 @@ func TestLostUpdates(t *testing.T) {
 		), []Kind{LostUpdate}, nil, CounterSummary{Key: "c", Final: 1, Acknowledged: 3, Lost: 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := check(t, tc.ops, Config{Counter: true, Skip: []string{StaleWrites}})
+			res := check(t, tc.ops, Config{Subject: Subject{Counter: true}, Skip: []string{StaleWrites}})
 			lu, _ := res.Checker(LostUpdates)
 			if got := kinds(res.Anomalies); !slices.Equal(got, tc.anomaly) {
 				t.Fatalf("anomalies %v, want %v", got, tc.anomaly)
@@ -230,7 +230,7 @@ func TestLostUpdateReport(t *testing.T) {
 		read(2, "c", 0, 1, "0"),
 		read(1, "c", 2, 3, "0"), write(1, "c", 4, 5, h.OK, val("1")), read(1, "c", 6, 7, "1"), write(1, "c", 8, 9, h.OK, val("2")),
 		write(2, "c", 10, 11, h.OK, val("1")),
-	), Config{Counter: true, Skip: []string{StaleWrites}})
+	), Config{Subject: Subject{Counter: true}, Skip: []string{StaleWrites}})
 	a := res.Anomalies[0]
 	// The overwriting write, the two it erased, and the read it was based on.
 	if !slices.Equal(a.Ops, []int64{11, 5, 9, 1}) || !slices.Equal(a.Clients, []int{2, 1, 1, 2}) {
@@ -244,7 +244,7 @@ func TestLostUpdateReport(t *testing.T) {
 }
 
 func TestLostUpdatesRejectsNonIntegers(t *testing.T) {
-	res := check(t, build(write(1, "c", 0, 1, h.OK, val("one"))), Config{Counter: true})
+	res := check(t, build(write(1, "c", 0, 1, h.OK, val("one"))), Config{Subject: Subject{Counter: true}})
 	lu, _ := res.Checker(LostUpdates)
 	if lu.Verdict != Unknown || !strings.Contains(lu.Reason, `counter value "one" is not a base-10 integer`) || res.Verdict != Unknown {
 		t.Fatalf("%+v", lu)

@@ -151,8 +151,12 @@ func (t Topology) Validate() error {
 	return nil
 }
 
-// String is the text form ParseTopology reads.
+// String is the text form ParseTopology reads ("" for the zero Topology,
+// which is none).
 func (t Topology) String() string {
+	if t == (Topology{}) {
+		return ""
+	}
 	s := fmt.Sprintf("%s:%d", t.Kind, t.N)
 	if t.Kind == RedisCluster && t.Replicas > 0 {
 		s += "+" + strconv.Itoa(t.Replicas)
@@ -180,6 +184,19 @@ func (t *Topology) UnmarshalText(b []byte) error {
 	*t = p
 	return nil
 }
+
+// Set parses a command-line flag's value into t (t is a pflag.Value).
+func (t *Topology) Set(s string) error {
+	p, err := ParseTopology(s)
+	if err != nil {
+		return err
+	}
+	*t = p
+	return nil
+}
+
+// Type names a topology flag's value in help.
+func (*Topology) Type() string { return "string" }
 
 // Nodes are the data nodes' names in order: n1..nN, or p, r1..rR, or
 // n1, n1r, …, nG, nGr, or n1, n1r1, …, n1rR, …, nS, nSrR.
@@ -382,6 +399,22 @@ func ParsePersistence(s string) (Persistence, error) {
 	}
 	return p, nil
 }
+
+// String is the mode's name.
+func (p Persistence) String() string { return string(p) }
+
+// Set parses a command-line flag's value into p (p is a pflag.Value).
+func (p *Persistence) Set(s string) error {
+	v, err := ParsePersistence(s)
+	if err != nil {
+		return err
+	}
+	*p = v
+	return nil
+}
+
+// Type names a persistence flag's value in help.
+func (*Persistence) Type() string { return "string" }
 
 // Validate reports an unknown mode.
 func (p Persistence) Validate() error {

@@ -177,8 +177,8 @@ func writeAtomic(path string, b []byte) error {
 // harness before the hunt gives up (a missing server fails them all).
 const consecutiveFailures = 3
 
-// Run hunts: template with schedules drawn from draw, seed after seed. The
-// summary is returned (and written) also when the hunt ends early; the
+// Run hunts: template (normalized first, runner.Plan.Normalize) with
+// schedules drawn from draw, seed after seed. The summary is returned (and written) also when the hunt ends early; the
 // error is for bad input (wrapping runner.ErrInput) or a hunt that could
 // not record itself.
 func Run(ctx context.Context, template runner.Plan, draw runner.Draw, o Options) (*Summary, error) {
@@ -211,6 +211,7 @@ func Run(ctx context.Context, template runner.Plan, draw runner.Draw, o Options)
 	if o.Run == nil {
 		o.Run = runner.Run
 	}
+	template = template.Normalize()
 	// The first plan is drawn before anything is written: a template or a
 	// mix the run cannot take is bad input, refused up front.
 	first, err := template.WithDrawnFaults(o.FirstSeed, draw)

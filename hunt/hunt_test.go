@@ -17,11 +17,13 @@ import (
 
 func tmpl(t *testing.T) runner.Plan {
 	t.Helper()
-	p, err := runner.Adhoc{Lock: "redlock", Nodes: 5, TTL: time.Second, TimeLimit: 10 * time.Second, Clients: 4}.Plan()
+	p, err := runner.ParsePlan([]byte(`{"name": "adhoc-redlock", "seed": 0, "topology": "independent:5", "ttl": "1s",
+	  "lock": {"variant": "redlock"}, "time_limit": "10s",
+	  "workload": {"kind": "fenced-write", "clients": 4, "hold": ["0.1ttl", "0.4ttl"], "think": ["0", "0.05ttl"]}}`), "template")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return p.Normalize()
 }
 
 var draw = runner.Draw{Kinds: []nemesis.Kind{nemesis.Partition, nemesis.Restart, nemesis.Kill}}

@@ -64,6 +64,43 @@ var Kinds = func() []Kind {
 	return out
 }()
 
+// KindList is fault kinds as a command-line flag gives them (a
+// pflag.Value): comma separated, repeatable, a kind given twice weighs
+// twice as much when a schedule is drawn ("kill,partition,partition").
+type KindList []Kind
+
+// String is the kinds comma separated.
+func (l KindList) String() string {
+	s := make([]string, len(l))
+	for i, k := range l {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ",")
+}
+
+// Set adds the comma-separated kinds of v, refusing an unknown one.
+func (l *KindList) Set(v string) error {
+	for _, name := range strings.Split(v, ",") {
+		k, err := ParseKind(strings.TrimSpace(name))
+		if err != nil {
+			return err
+		}
+		*l = append(*l, k)
+	}
+	return nil
+}
+
+// ParseKind is the kind called name, or an error listing the kinds.
+func ParseKind(name string) (Kind, error) {
+	if _, err := lookup(Kind(name)); err != nil {
+		return "", err
+	}
+	return Kind(name), nil
+}
+
+// Type names a kinds flag's value in help.
+func (*KindList) Type() string { return "strings" }
+
 func lookup(k Kind) (faultKind, error) {
 	for _, fk := range registry {
 		if fk.kind() == k {

@@ -21,9 +21,9 @@ import (
 // corpusConfig is the checker configuration of each corpus history
 // (checker/testdata/README.md).
 var corpusConfig = map[string]checker.Config{
-	"fenced-stale-rejected": {Fenced: true},
-	"token-reuse":           {Fenced: true},
-	"lost-increment":        {Counter: true},
+	"fenced-stale-rejected": {Subject: checker.Subject{Fenced: true}},
+	"token-reuse":           {Subject: checker.Subject{Fenced: true}},
+	"lost-increment":        {Subject: checker.Subject{Counter: true}},
 }
 
 func corpusFiles(t *testing.T) []string {

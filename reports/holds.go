@@ -106,7 +106,7 @@ func deriveHolds(ops []history.Op, cfg checker.Config) holdsModel {
 // on the lane of their mode, the resource requests on the writer's.
 func laneOf(o history.Op, cfg checker.Config) lane {
 	l := lane{key: o.Key, client: o.Client}
-	if cfg.ReadWrite {
+	if cfg.Shape == checker.ShapeReadWrite {
 		l.mode = o.Mode
 		if l.mode == "" {
 			l.mode = history.ModeWrite

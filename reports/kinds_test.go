@@ -58,7 +58,7 @@ func sorted(parts ...[]history.Op) []history.Op {
 }
 
 func TestTimelineReadWriteLanes(t *testing.T) {
-	r := kindRun(t, checker.Config{ReadWrite: true}, sorted(
+	r := kindRun(t, checker.Config{Subject: checker.Subject{Shape: checker.ShapeReadWrite}}, sorted(
 		hold(0, history.ModeRead, 10, 100), hold(1, history.ModeRead, 20, 120), hold(0, history.ModeWrite, 200, 300)))
 	dir, _ := writeReport(t, r)
 	svg := readFile(t, filepath.Join(dir, TimelineFile))
@@ -70,7 +70,7 @@ func TestTimelineReadWriteLanes(t *testing.T) {
 }
 
 func TestTimelinePermitsAndQueue(t *testing.T) {
-	r := kindRun(t, checker.Config{Permits: 1}, sorted(hold(0, "", 10, 100), hold(1, "", 50, 150)))
+	r := kindRun(t, checker.Config{Subject: checker.Subject{Shape: checker.ShapeSemaphore, Permits: 1}}, sorted(hold(0, "", 10, 100), hold(1, "", 50, 150)))
 	if r.Result.Verdict != checker.Invalid {
 		t.Fatalf("two holders of one permit: %s", r.Result.Verdict)
 	}
@@ -83,7 +83,7 @@ func TestTimelinePermitsAndQueue(t *testing.T) {
 	enq[1].ValidUntil = 5000
 	acq := opCall(1, history.Acquire, "k", 20, 102, history.OK, func(o *history.Op) { o.Value = "ob" })
 	acq[1].ValidUntil = 1102
-	r = kindRun(t, checker.Config{Fair: true}, sorted(hold(0, "", 10, 100), acq, enq))
+	r = kindRun(t, checker.Config{Subject: checker.Subject{Fair: true}}, sorted(hold(0, "", 10, 100), acq, enq))
 	if r.Result.Verdict != checker.Valid {
 		t.Fatalf("a fair grant: %s", r.Result.Verdict)
 	}

@@ -726,7 +726,7 @@ func TestRandomCheckedRuns(t *testing.T) {
 	verdicts := map[checker.Verdict]int{}
 	for round := range 20 {
 		ops := randomWellFormed(rng, 50+rng.IntN(400))
-		res, err := checker.Check(ops, checker.Config{TTL: time.Second, Counter: round%2 == 0, Fenced: round%3 == 0, LinearizabilityTimeout: 5 * time.Second})
+		res, err := checker.Check(ops, checker.Config{TTL: time.Second, Subject: checker.Subject{Counter: round%2 == 0, Fenced: round%3 == 0}, LinearizabilityTimeout: 5 * time.Second})
 		if err != nil {
 			t.Fatalf("round %d: the generator broke the contract: %v", round, err)
 		}

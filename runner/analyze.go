@@ -57,8 +57,8 @@ func Analyze(dir string, opts Options) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan = plan.withDefaults()
-	if err := plan.Validate(); err != nil {
+	plan = plan.Normalize()
+	if err := plan.validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", planPath, err)
 	}
 	if err := plan.overrideLinearizability(opts.Linearizability); err != nil {

@@ -1,12 +1,14 @@
 package runner
 
 import (
-	"cmp"
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/internal/field"
 	"github.com/tumbler-dev/tumbler/lock/variants"
 	"github.com/tumbler-dev/tumbler/nemesis"
 	"github.com/tumbler-dev/tumbler/workloads"
@@ -22,30 +24,48 @@ type Draw struct {
 	Concurrency int
 }
 
-// defaultLivenessK is checker.Config's LivenessK when a plan gives none.
-const defaultLivenessK = 3
-
-// errNoFaultFits: the time limit leaves no room for a single fault.
-type errNoFaultFits struct{ limit time.Duration }
-
-func (e errNoFaultFits) Error() string {
-	return fmt.Sprintf("no fault fits in the time limit %v after the lead-in of half the interval", e.limit)
+// Validate checks the draw: known kinds, an interval and a concurrency
+// that are not negative, and an interval only with kinds. A problem names
+// the draw's field ("draw.interval"); errors wrap ErrPlan.
+func (d Draw) Validate() error {
+	var err error
+	for _, k := range d.Kinds {
+		if _, kerr := nemesis.ParseKind(string(k)); kerr != nil && err == nil {
+			err = field.Errorf("draw.kinds", "%w", kerr)
+		}
+	}
+	switch {
+	case err != nil:
+	case d.Interval < 0:
+		err = field.Errorf("draw.interval", "%v is negative", d.Interval)
+	case d.Interval != 0 && len(d.Kinds) == 0:
+		err = field.Errorf("draw.interval", "needs %v", field.Ref("draw.kinds"))
+	case d.Concurrency < 0:
+		err = field.Errorf("draw.concurrency", "%d: at least one fault must be able to run at a time", d.Concurrency)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrPlan, err)
+	}
+	return nil
 }
 
 // WithDrawnFaults is the plan with seed and a fault schedule drawn from d
 // for that seed (nemesis.Generate, aimed at the plan's contended key and
 // its lock), in place of the plan's own. The same plan, seed and draw give
 // the same schedule. It is how "tumbler run --nemesis" and "tumbler hunt"
-// make their schedules. Errors wrap ErrPlan.
+// make their schedules, from a normalized plan (Normalize): the draw reads
+// its TTL, time limit, hold and liveness bound as they are. Errors wrap
+// ErrPlan and name the field at fault ("draw.kinds", "time_limit").
 func (p Plan) WithDrawnFaults(seed int64, d Draw) (Plan, error) {
-	p = p.withDefaults()
-	p.Seed = seed
-	if _, err := variants.Lookup(p.Lock.Variant); err != nil {
-		return Plan{}, fmt.Errorf("%w: lock: %w", ErrPlan, err)
+	if err := d.Validate(); err != nil {
+		return Plan{}, err
 	}
+	p.Seed = seed
 	var err error
-	if p.Faults, err = p.drawFaults(d); err != nil {
-		return Plan{}, fmt.Errorf("%w: faults: %w", ErrPlan, err)
+	if p.Faults, err = p.drawFaults(d); errors.Is(err, ErrPlan) {
+		return Plan{}, err
+	} else if err != nil {
+		return Plan{}, fmt.Errorf("%w: %w", ErrPlan, err)
 	}
 	if err := p.Validate(); err != nil {
 		return Plan{}, err
@@ -58,24 +78,14 @@ func (p Plan) WithDrawnFaults(seed int64, d Draw) (Plan, error) {
 // where step faults may stop a client.
 func (p Plan) drawFaults(d Draw) ([]nemesis.Step, error) {
 	if len(d.Kinds) == 0 {
-		return nil, fmt.Errorf("no fault kinds to draw from")
+		return nil, field.Errorf("draw.kinds", "no fault kinds to draw from")
 	}
-	info, err := variants.Lookup(p.Lock.Variant)
+	info, err := p.Lock.Info() // a wrapper reports the steps of the lock it wraps
 	if err != nil {
-		return nil, err
-	}
-	if info.Name == "watchdog" {
-		// The watchdog reports the steps of the variant it wraps.
-		if in, err := variants.Lookup(cmp.Or(p.Lock.Inner, "single")); err == nil {
-			info.Steps = in.Steps
-		}
+		return nil, field.Errorf("lock.variant", "%w", err)
 	}
 	if d.Concurrency == 0 {
 		d.Concurrency = nemesis.DefaultConcurrency
-	}
-	cfg, err := p.workloadConfig(nil)
-	if err != nil {
-		return nil, fmt.Errorf("workload: %w", err)
 	}
 	setup, err := p.probeSetup()
 	if err != nil {
@@ -94,7 +104,7 @@ func (p Plan) drawFaults(d Draw) ([]nemesis.Step, error) {
 	}
 	steps = append(steps, workloads.StepAfterAcquire, workloads.StepBeforeRelease)
 	grant = append(grant, workloads.StepAfterAcquire)
-	if cfg.Kind != workloads.Mutex {
+	if p.Workload.Kind != workloads.Mutex {
 		steps = append(steps, workloads.StepBeforeWrite)
 	}
 	limit := p.span(p.TimeLimit)
@@ -102,7 +112,7 @@ func (p Plan) drawFaults(d Draw) ([]nemesis.Step, error) {
 	// nobody can take (more than K TTLs, counted from a TTL after the
 	// last fault), where it costs no more than a quarter of the run.
 	var quiet time.Duration
-	if q := time.Duration((cmp.Or(p.Check.LivenessK, defaultLivenessK) + 2) * float64(p.ttl())); q <= limit/4 {
+	if q := time.Duration((p.Check.LivenessK + 2) * float64(p.ttl())); q <= limit/4 {
 		quiet = q
 	}
 	// A latch grants nothing (its clients count down and wait): there is
@@ -110,7 +120,7 @@ func (p Plan) drawFaults(d Draw) ([]nemesis.Step, error) {
 	// drawn unaimed.
 	// Its waiters that never pass show only in a quiet end, so every latch
 	// plan leaves one.
-	key := cfg.Key(0)
+	key := workloads.Config{Options: p.Workload}.Key(0)
 	latch := p.lockKind() == variants.KindLatch
 	if latch {
 		key = ""
@@ -128,10 +138,29 @@ func (p Plan) drawFaults(d Draw) ([]nemesis.Step, error) {
 		Persistence: p.Persistence,
 	})
 	if err != nil {
-		return nil, err
+		return nil, field.Errorf("draw.kinds", "%w", err)
 	}
 	if len(np.Steps) == 0 {
-		return nil, errNoFaultFits{limit}
+		return nil, field.Errorf("time_limit", "no fault fits in %v after the lead-in of half %v: lengthen the one or shorten the other",
+			p.TimeLimit, field.Ref("draw.interval"))
 	}
 	return np.Steps, nil
+}
+
+// probeSetup is the nemesis setup with the answer of the plan's provider
+// where building it is cheap and starts nothing: the process provider, and
+// the external one (it reads its configuration; it contacts the deployment
+// only when the cluster starts). The docker provider is asked by Run, which
+// checks the faults again before it starts anything: building it may
+// build an image.
+func (p Plan) probeSetup() (nemesis.Setup, error) {
+	if p.Provider == "docker" {
+		return p.nemesisSetup(nil), nil
+	}
+	prov, _, err := newProvider(context.Background(), p)
+	if err != nil {
+		return nemesis.Setup{}, err
+	}
+	defer prov.Close()
+	return p.nemesisSetup(prov), nil
 }

@@ -5,9 +5,10 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/tumbler-dev/tumbler/lock/variants"
 	"github.com/tumbler-dev/tumbler/nemesis"
+	"github.com/tumbler-dev/tumbler/workloads"
 )
 
 // TestDrawnFaultsArmTheLocksOwnSteps: a drawn schedule arms the steps the
@@ -16,10 +17,7 @@ import (
 // once, a step of the release on the holder of a grant.
 func TestDrawnFaultsArmTheLocksOwnSteps(t *testing.T) {
 	for lock, want := range map[string]string{"setnx-expire": "after-setnx", "check-then-del": "between-get-and-del", "watchdog": "granted", "reentrant": ""} {
-		p, err := Adhoc{Lock: lock, TTL: time.Second, TimeLimit: 20 * time.Second, Clients: 3}.Plan()
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := drawPlan(t, lock, 3)
 		seen := map[string]int{}
 		for seed := int64(1); seed <= 20; seed++ {
 			q, err := p.WithDrawnFaults(seed, Draw{Kinds: []nemesis.Kind{nemesis.StepCrash}})
@@ -46,6 +44,15 @@ func TestDrawnFaultsArmTheLocksOwnSteps(t *testing.T) {
 			t.Errorf("%s: never armed at its step %q (armed: %v)", lock, want, seen)
 		}
 	}
+}
+
+// drawPlan is a normalized plan of lock with clients, a TTL of 1 s and a
+// time limit of 20 s, the hold and think times the command line's.
+func drawPlan(t *testing.T, lock string, clients int) Plan {
+	t.Helper()
+	p := Plan{Lock: LockPlan{Options: variants.Options{Variant: lock}}, TTL: span(t, "1s"), TimeLimit: span(t, "20s"),
+		Workload: workloads.Options{Clients: clients, Hold: Range{span(t, "0.1ttl"), span(t, "0.4ttl")}, Think: Range{span(t, "0"), span(t, "0.05ttl")}}}
+	return p.Normalize()
 }
 
 // TestLatchDrawsUnaimed: a latch grants nothing, so no drawn step waits

@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tumbler-dev/tumbler/checker"
@@ -141,4 +142,12 @@ func anomalyKinds(ks []checker.Kind) string {
 		return "no anomaly"
 	}
 	return joinKinds(ks)
+}
+
+func joinKinds[K ~string](ks []K) string {
+	s := make([]string, len(ks))
+	for i, k := range ks {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ", ")
 }

@@ -15,7 +15,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/tumbler-dev/tumbler/access"
-	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/lock/variants"
 	"github.com/tumbler-dev/tumbler/nemesis"
@@ -92,9 +91,6 @@ type LockPlan struct {
 	Discovery string `json:"discovery,omitempty"`
 }
 
-// defaultPermits is a semaphore's permits when the plan names none.
-const defaultPermits = 2
-
 // Discovery modes (LockPlan.Discovery).
 const (
 	DiscoverySentinel = "sentinel"
@@ -110,9 +106,6 @@ var harnessDirectives = []string{"port", "tls-port", "bind", "dir", "logfile", "
 
 // Range is a range of spans, [min, max] in JSON (package spans).
 type Range = spans.Range
-
-// defaultReadFraction is a read-write lock's share of read cycles.
-const defaultReadFraction = 0.75
 
 // CheckPlan tunes the checkers.
 type CheckPlan struct {
@@ -281,174 +274,9 @@ func (p Plan) ttl() time.Duration {
 
 func (p Plan) span(s Span) time.Duration { return s.Resolve(p.ttl()) }
 
-// withDefaults fills what a plan may leave out.
-func (p Plan) withDefaults() Plan {
-	if p.Provider == "" {
-		p.Provider = "process"
-	}
-	if p.Name == "" {
-		p.Name = "run"
-	}
-	p.Workload.Mode = p.Workload.Mode.OrDefault()
-	if p.Workload.Keys == 0 {
-		p.Workload.Keys = 1
-	}
-	if p.Workload.Retry == "" {
-		p.Workload.Retry = workloads.RetryWait
-	}
-	if p.Workload.Nest == 0 {
-		p.Workload.Nest = 1
-	}
-	switch p.lockKind() {
-	case variants.KindSemaphore:
-		if p.Lock.Permits == 0 {
-			p.Lock.Permits = defaultPermits
-		}
-	case variants.KindReadWrite:
-		if p.Workload.ReadFraction == nil {
-			f := defaultReadFraction
-			p.Workload.ReadFraction = &f
-		}
-	}
-	return p
-}
-
 // lockKind is the kind of the plan's lock (KindLock when it is unknown:
 // Validate says so).
 func (p Plan) lockKind() variants.Kind { return p.Lock.Kind() }
-
-// Validate checks the plan as far as it can without starting anything.
-func (p Plan) Validate() error {
-	p = p.withDefaults()
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: %s", ErrPlan, fmt.Sprintf(format, a...))
-	}
-	if err := p.Topology.Validate(); err != nil {
-		return bad("topology: %v", err)
-	}
-	switch p.Provider {
-	case "process", "docker":
-	case "external":
-		if p.External == "" {
-			return bad("provider external needs \"external\": the path of the deployment's configuration")
-		}
-	default:
-		return bad("provider %q unknown (valid: process, docker, external)", p.Provider)
-	}
-	if err := p.Server.Validate(); err != nil {
-		return bad("server: %v", err)
-	}
-	if err := p.Access.Validate(); err != nil {
-		return bad("access: %v", err)
-	}
-	if p.TTL.IsZero() || p.TTL.Relative() || p.ttl() < time.Millisecond {
-		return bad("ttl %q must be an absolute duration of at least 1ms", p.TTL)
-	}
-	if tl := p.span(p.TimeLimit); tl <= 0 {
-		return bad("time_limit %q must be positive", p.TimeLimit)
-	}
-	spec := p.lockSpec()
-	if err := spec.Validate(); err != nil {
-		return bad("%v", err)
-	}
-	switch p.Lock.Discovery {
-	case "", DiscoveryFixed:
-	case DiscoverySentinel:
-		if !p.Topology.Sentinels {
-			return bad("lock discovery sentinel needs a topology with Sentinels (replicated:R+sentinels), not %s", p.Topology)
-		}
-	default:
-		return bad("lock discovery %q unknown (valid: sentinel, fixed)", p.Lock.Discovery)
-	}
-	if !p.SentinelDownAfter.IsZero() {
-		if d := p.span(p.SentinelDownAfter); !p.Topology.Sentinels || d < 100*time.Millisecond {
-			return bad("sentinel_down_after %q needs a topology with Sentinels and at least 100ms", p.SentinelDownAfter)
-		}
-	}
-	for _, k := range sortedKeys(p.NodeConfig) {
-		if strings.TrimSpace(k) == "" || strings.ContainsAny(k, " \t\n") || strings.HasPrefix(k, "-") {
-			return bad("node_config: %q is not a directive name", k)
-		}
-		if contains(harnessDirectives, strings.ToLower(k)) {
-			return bad("node_config: %s is set by the harness (or the plan's own fields: persistence, access), not here", k)
-		}
-	}
-	if spec.AllNodes() && p.Topology.Kind != cluster.Independent && p.Topology.Kind != cluster.Groups {
-		return bad("lock %s needs independent masters (topology independent:N or groups:G), not %s", spec.Variant, p.Topology)
-	}
-	if p.Topology.Kind == cluster.Groups && !spec.AllNodes() {
-		return bad("topology %s is for locks over independent masters (redlock, redsync, multi, redisson-redlock), not %s", p.Topology, spec.Variant)
-	}
-	if spec.WaitReplicas > 0 && !(p.Topology.Kind == cluster.Replicated && spec.WaitReplicas <= p.Topology.N) &&
-		!(p.Topology.Kind == cluster.RedisCluster && spec.WaitReplicas <= p.Topology.Replicas) {
-		return bad("lock wait_replicas %d needs a replicated topology, or a cluster with shards, with at least that many replicas, not %s", spec.WaitReplicas, p.Topology)
-	}
-	if p.Topology.Kind == cluster.RedisCluster && spec.CrossSlot() {
-		return bad("lock %s touches keys in different hash slots in one script, which a Redis Cluster (topology %s) refuses with CROSSSLOT", spec.Variant, p.Topology)
-	}
-	if spec.Variant == "redlock" && len(p.Topology.Masters())%2 == 0 {
-		return bad("lock redlock needs an odd number of masters, topology %s has %d", p.Topology, len(p.Topology.Masters()))
-	}
-	if err := p.validateKind(); err != nil {
-		return bad("%v", err)
-	}
-	w := p.Workload
-	if w.Nest > 1 && spec.Variant != "reentrant" {
-		return bad("workload nest %d needs the reentrant lock, not %s", w.Nest, spec.Variant)
-	}
-	if _, err := p.workloadConfig(nil); err != nil {
-		return bad("workload: %v", err)
-	}
-	// No provider is built here (a docker one may build an image): the
-	// faults are checked for every control, and Run checks them again
-	// against the provider it builds before it starts anything.
-	np := p.nemesisPlan()
-	if err := np.Validate(p.nemesisSetup(nil)); err != nil {
-		return bad("faults: %v", err)
-	}
-	if s := p.span(p.Check.Linearizability.Timeout); s < 0 {
-		return bad("check linearizability.timeout %q is negative", p.Check.Linearizability.Timeout)
-	}
-	if m := p.Check.Linearizability.Memory; m < 0 {
-		return bad("check linearizability.memory %d is negative", m)
-	}
-	for _, name := range p.Check.Skip {
-		if !checker.IsName(name) {
-			return bad("check skip: unknown checker %q", name)
-		}
-	}
-	return nil
-}
-
-// validateKind checks what the lock's kind asks of the plan: a latch goes
-// with the latch workload and nothing else does, a read fraction with a
-// read-write lock, client leases one per client.
-func (p Plan) validateKind() error {
-	kind, w := p.lockKind(), p.Workload
-	switch {
-	case kind == variants.KindLatch && w.Kind != workloads.Latch:
-		return fmt.Errorf("lock %s is a latch: it needs workload kind %q, not %q", p.Lock.Variant, workloads.Latch, w.Kind)
-	case kind != variants.KindLatch && w.Kind == workloads.Latch:
-		return fmt.Errorf("workload latch needs the latch lock, not %s", p.Lock.Variant)
-	case kind != variants.KindReadWrite && (w.ReadFraction != nil || w.ClientReadFraction != nil):
-		return fmt.Errorf("workload read_fraction and client_read_fraction apply only to a read-write lock, not %s", p.Lock.Variant)
-	case w.Latch != nil && w.Kind != workloads.Latch:
-		return fmt.Errorf("workload latch settings apply only to workload kind %q", workloads.Latch)
-	case w.InitEachCycle && kind != variants.KindSemaphore:
-		return fmt.Errorf("workload init_each_cycle applies only to a semaphore, not %s", p.Lock.Variant)
-	}
-	if n := len(p.Lock.ClientTTL); n > 0 {
-		if n != w.Clients {
-			return fmt.Errorf("lock client_ttl lists %d leases for %d clients", n, w.Clients)
-		}
-		for i, t := range p.Lock.ClientTTL {
-			if d := p.span(t); d < time.Millisecond {
-				return fmt.Errorf("lock client_ttl[%d] %q must be at least 1ms", i, t)
-			}
-		}
-	}
-	return nil
-}
 
 // overrideLinearizability replaces the plan's linearizability bounds by
 // the ones set in o.
@@ -472,10 +300,7 @@ func (p *Plan) overrideLinearizability(o LinearizabilityPlan) error {
 // "watchdog(single)", "single, WAIT 1", "single, fixed address".
 func (p Plan) LockDesc() string {
 	l := p.Lock
-	d := l.Variant
-	if l.Inner != "" {
-		d += "(" + l.Inner + ")"
-	}
+	d := l.Label()
 	if l.WaitReplicas > 0 {
 		d += fmt.Sprintf(", WAIT %d", l.WaitReplicas)
 	}
@@ -535,17 +360,11 @@ func (p Plan) clientLockSpec(i int) variants.Spec {
 	return s
 }
 
-func (p Plan) readTimeout() time.Duration {
-	if d := p.span(p.Lock.ReadTimeout); d > 0 {
-		return d
-	}
-	return time.Second
-}
+func (p Plan) readTimeout() time.Duration { return p.span(p.Lock.ReadTimeout) }
 
 // workloadConfig is the plan's workload for the workloads package; specs
 // are the clients' lock specs (nil when only validating).
 func (p Plan) workloadConfig(specs []json.RawMessage) (workloads.Config, error) {
-	p = p.withDefaults()
 	c := workloads.Config{
 		Options: p.Workload, TTL: p.ttl(),
 		Lock:      workloads.LockSpec{Builder: BuilderName, PerClient: specs},
@@ -565,7 +384,6 @@ func (p Plan) nemesisPlan() nemesis.Plan {
 // prov is the provider it runs on, nil when none is built yet (every
 // control is then assumed).
 func (p Plan) nemesisSetup(prov cluster.Provider) nemesis.Setup {
-	p = p.withDefaults()
 	s := nemesis.Setup{
 		Topology: p.Topology, Clients: p.Workload.Clients,
 		NodeClock: p.nemesisPlan().NeedsNodeClock(), ClientMode: p.Workload.Mode,
@@ -576,27 +394,10 @@ func (p Plan) nemesisSetup(prov cluster.Provider) nemesis.Setup {
 	return s
 }
 
-// checkConfig is the checkers' configuration for this plan.
-func (p Plan) checkConfig() checker.Config {
-	return checker.Config{
-		TTL: p.ttl(), LivenessK: p.Check.LivenessK,
-		LinearizabilityTimeout: p.span(p.Check.Linearizability.Timeout),
-		LinearizabilityMemory:  int64(p.Check.Linearizability.Memory),
-		Fenced:                 p.Workload.Kind == workloads.FencedWrite && p.Lock.Variant == "fenced",
-		Counter:                p.Workload.Kind == workloads.Counter,
-		Reentrant:              p.Lock.Variant == "reentrant",
-		ReadWrite:              p.lockKind() == variants.KindReadWrite,
-		Fair:                   p.Lock.Variant == "fair",
-		Latch:                  p.lockKind() == variants.KindLatch,
-		Permits:                p.permits(),
-		Skip:                   p.Check.Skip,
-	}
-}
-
 // permits is the semaphore's permits, 0 for any other lock.
 func (p Plan) permits() int {
 	if p.lockKind() != variants.KindSemaphore {
 		return 0
 	}
-	return p.withDefaults().Lock.Permits
+	return p.Lock.Permits
 }

@@ -99,11 +99,13 @@ type Outcome struct {
 // (ErrPlan) is bad input; any other error is a failure of the harness. When
 // the run got far enough to make its directory, the outcome is returned
 // with the error (its Judgement.ExitCode is the error's) and the report
-// directory holds what was recorded. The machine is made ready first
-// (prepareMachine): that is not part of the run or of its time.
+// directory holds what was recorded. The plan is normalized (Normalize)
+// and validated first; its run directory's plan.json holds it so, every
+// default in it. The machine is made ready next (prepareMachine): that is
+// not part of the run or of its time.
 func Run(ctx context.Context, plan Plan, opts Options) (*Outcome, error) {
-	plan = plan.withDefaults()
-	if err := plan.Validate(); err != nil {
+	plan = plan.Normalize()
+	if err := plan.validate(); err != nil {
 		return nil, err
 	}
 	if opts.Log == nil {

@@ -84,7 +84,8 @@ func contains(list []string, s string) bool {
 // and an external deployment has the plan's topology. The error says why
 // not, wrapping ErrPlan.
 func Runnable(p Plan) error {
-	if err := p.Validate(); err != nil {
+	p = p.Normalize()
+	if err := p.validate(); err != nil {
 		return err
 	}
 	if p.Provider == "external" {

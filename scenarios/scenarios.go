@@ -115,6 +115,20 @@ func Get(name string) (Scenario, error) {
 	return Scenario{}, fmt.Errorf("unknown scenario %q (valid: %s)", name, strings.Join(Names(), ", "))
 }
 
+// Missing returns those of names that are no row of the catalog, in the
+// order given: code that names catalog rows (the audit's findings, the
+// catalog's table order, a script's list) checks its names with it, so a
+// renamed or misspelt row fails a test instead of dangling.
+func Missing(names ...string) []string {
+	var out []string
+	for _, n := range names {
+		if _, err := Get(n); err != nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // Load reads a row written by a user: the same JSON as the catalog's.
 func Load(file string) (Scenario, error) {
 	b, err := os.ReadFile(file)

@@ -179,10 +179,12 @@ func KindsOf(res *checker.Result, dir string) ([]checker.Kind, error) {
 	return out, nil
 }
 
-// Shrink searches for the smallest plan that still fails like plan. The
-// result is returned (and written) also when the search ends early; the
-// error is for bad options (wrapping runner.ErrInput), an interrupted
-// search returns its result and the context's error.
+// Shrink searches for the smallest plan that still fails like plan
+// (normalized first, runner.Plan.Normalize: its candidates and the minimal
+// plan carry every default). The result is returned (and written) also
+// when the search ends early; the error is for bad options (wrapping
+// runner.ErrInput), an interrupted search returns its result and the
+// context's error.
 func Shrink(ctx context.Context, plan runner.Plan, o Options) (*Result, error) {
 	o = o.withDefaults()
 	if err := o.Validate(); err != nil {
@@ -194,6 +196,7 @@ func Shrink(ctx context.Context, plan runner.Plan, o Options) (*Result, error) {
 	case o.Dir == "":
 		return nil, fmt.Errorf("%w: the shrink has no directory", runner.ErrPlan)
 	}
+	plan = plan.Normalize()
 	if err := plan.Validate(); err != nil {
 		return nil, err
 	}

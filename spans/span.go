@@ -3,7 +3,8 @@
 // written back as it was read; a Range is a closed interval of spans
 // ("hold": ["0.5ttl", "0.8ttl"]) a value is drawn from uniformly. The plan,
 // the nemesis schedule, the lock options (lock/variants) and the workload
-// options all use these types.
+// options all use these types; SpanFlag and RangeFlag bind a command-line
+// flag to one (ParseRange reads a range as a flag writes it, "MIN,MAX").
 package spans
 
 import (
@@ -130,4 +131,31 @@ func (s Span) Scale(f float64) Span {
 		return TTLs(math.Round(s.ttls*f*100) / 100)
 	}
 	return Fixed(time.Duration(math.Round(float64(s.d)*f/float64(time.Millisecond))) * time.Millisecond)
+}
+
+// ParseRange reads a range as the command line writes it: "MIN,MAX", or
+// one span for both ends ("250ms", "0.5ttl").
+func ParseRange(s string) (Range, error) {
+	lo, hi, two := strings.Cut(s, ",")
+	if !two {
+		hi = lo
+	}
+	var r Range
+	for i, part := range []string{lo, hi} {
+		sp, err := ParseSpan(strings.TrimSpace(part))
+		if err != nil {
+			return Range{}, fmt.Errorf("%q: want MIN,MAX or one span, each like 250ms or 0.5ttl: %w", s, err)
+		}
+		r[i] = sp
+	}
+	return r, nil
+}
+
+// Validate reports a range whose ends, resolved against ttl, are not
+// 0 ≤ min ≤ max.
+func (r Range) Validate(ttl time.Duration) error {
+	if lo, hi := r.Resolve(ttl).Durations(); lo < 0 || hi < lo {
+		return fmt.Errorf("range [%v, %v] is invalid (want 0 ≤ min ≤ max)", lo, hi)
+	}
+	return nil
 }

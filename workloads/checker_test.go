@@ -25,7 +25,7 @@ func TestHistoriesMeetCheckerContract(t *testing.T) {
 				cfg.TimeLimit = 500 * time.Millisecond
 				run(t, cfg, e.harness(t, kind == workloads.FencedWrite))
 				res, err := checker.Check(e.rec.snapshot(), checker.Config{
-					TTL: ttl, Fenced: kind == workloads.FencedWrite, Counter: kind == workloads.Counter,
+					TTL: ttl, Subject: checker.Subject{Fenced: kind == workloads.FencedWrite, Counter: kind == workloads.Counter},
 				})
 				if err != nil {
 					t.Fatalf("checker refused the history: %v", err)

@@ -2,10 +2,7 @@ package workloads
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/tumbler-dev/tumbler/lock"
@@ -27,8 +24,9 @@ const (
 	// Counter: inside the critical section, read the Resource's value, hold,
 	// write value+1; lost increments show a double grant as users feel it.
 	Counter Kind = "counter"
-	// Latch: rounds of a count-down latch (Config.Latch): client 0 sets the
-	// round's latch, the counters count it down, the others wait on it.
+	// Latch: rounds of a count-down latch (a variants.KindLatch lock):
+	// client 0 sets the round's latch, the counters count it down, the
+	// others wait on it.
 	Latch Kind = "latch"
 )
 
@@ -63,6 +61,26 @@ const (
 // Config, a plan's workload.mode, the command line's --client-mode and the
 // nemesis's checks of what a fault needs (nemesis.Setup.ClientMode) alike.
 const DefaultMode = Processes
+
+// String is the mode's name.
+func (m Mode) String() string { return string(m) }
+
+// Set parses a command-line flag's value into m (m is a pflag.Value):
+// process, or in-process ("inprocess" too).
+func (m *Mode) Set(s string) error {
+	switch Mode(s) {
+	case Processes, InProcess:
+		*m = Mode(s)
+	case "inprocess":
+		*m = InProcess
+	default:
+		return fmt.Errorf("unknown client mode %q (valid: process, inprocess)", s)
+	}
+	return nil
+}
+
+// Type names a mode flag's value in help.
+func (*Mode) Type() string { return "string" }
 
 // OrDefault is m, or DefaultMode when m is empty.
 func (m Mode) OrDefault() Mode {
@@ -232,6 +250,13 @@ const maxNest = 100
 // DefaultKeyPrefix starts every lock key of a workload that names none.
 const DefaultKeyPrefix = "tumbler:"
 
+// DefaultAcquireTimeout and DefaultOpTimeout are Options.AcquireTimeout and
+// Options.OpTimeout when a Config leaves them out.
+const (
+	DefaultAcquireTimeout = time.Second
+	DefaultOpTimeout      = time.Second
+)
+
 // withDefaults returns c with the documented defaults filled in.
 func (c Config) withDefaults() Config {
 	c.Mode = c.Mode.OrDefault()
@@ -239,150 +264,15 @@ func (c Config) withDefaults() Config {
 		c.KeyPrefix = DefaultKeyPrefix
 	}
 	if c.AcquireTimeout.IsZero() {
-		c.AcquireTimeout = spans.Fixed(time.Second)
+		c.AcquireTimeout = spans.Fixed(DefaultAcquireTimeout)
 	}
 	if c.OpTimeout.IsZero() {
-		c.OpTimeout = spans.Fixed(time.Second)
+		c.OpTimeout = spans.Fixed(DefaultOpTimeout)
 	}
 	if c.Nest == 0 {
 		c.Nest = 1
 	}
 	return c
-}
-
-// Validate reports the first problem with c (after defaults), naming it.
-func (c Config) Validate() error {
-	c = c.withDefaults()
-	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	switch c.Kind {
-	case Mutex, FencedWrite, Counter, Latch:
-	case "":
-		bad("workload kind is missing (want one of %v)", kinds)
-	default:
-		bad("unknown workload kind %q (want one of %v)", c.Kind, kinds)
-	}
-	if f := c.ReadFraction; f != nil && (*f < 0 || *f > 1) {
-		bad("read_fraction = %v, want in [0, 1]", *f)
-	}
-	if n := len(c.ClientReadFraction); n > 0 && n != c.Clients {
-		bad("client_read_fraction has %d fractions for %d clients", n, c.Clients)
-	}
-	for i, f := range c.ClientReadFraction {
-		if f < 0 || f > 1 {
-			bad("client_read_fraction[%d] = %v, want in [0, 1]", i, f)
-		}
-	}
-	if n := len(c.ClientStart); n > 0 && n != c.Clients {
-		bad("client_start has %d starts for %d clients", n, c.Clients)
-	}
-	for i, d := range c.ClientStart {
-		if at := c.span(d); at < 0 || c.TimeLimit > 0 && at >= c.TimeLimit {
-			bad("client_start[%d] = %v, want ≥ 0 and before the time limit %v", i, at, c.TimeLimit)
-		}
-	}
-	switch l := c.Latch; {
-	case c.Kind == Latch && l == nil:
-		bad("the latch workload needs latch: {count, counters, round}")
-	case c.Kind != Latch && l != nil:
-		bad("latch applies only to the latch workload, not %q", c.Kind)
-	case l != nil:
-		if l.Count < 1 {
-			bad("latch.count = %d, want ≥ 1", l.Count)
-		}
-		if l.Counters < 1 || l.Counters >= c.Clients {
-			bad("latch.counters = %d, want 1..%d (at least one client must wait)", l.Counters, c.Clients-1)
-		}
-		if round := c.span(l.Round); round <= 0 {
-			bad("latch.round = %v, want > 0", round)
-		} else if _, hi := c.hold().Durations(); hi > round*6/10 {
-			bad("hold max %v is over 0.6 of latch.round %v: count-downs must end well inside their round", hi, round)
-		}
-	}
-	switch c.Mode {
-	case InProcess, Processes:
-	default:
-		bad("unknown client mode %q (want %q or %q)", c.Mode, InProcess, Processes)
-	}
-	if c.Clients < 1 || c.Clients > MaxClients {
-		bad("clients = %d, want 1..%d", c.Clients, MaxClients)
-	}
-	if c.Keys < 1 {
-		bad("keys = %d, want at least 1", c.Keys)
-	}
-	if c.Lock.Builder == "" {
-		bad("lock.builder is missing: name a builder registered with workloads.RegisterBuilder")
-	} else if lookupBuilder(c.Lock.Builder) == nil {
-		bad("lock.builder %q is not registered (registered: %v)", c.Lock.Builder, builderNames())
-	}
-	if n := len(c.Lock.PerClient); n != 0 && n != c.Clients {
-		bad("lock.per_client has %d specs for %d clients", n, c.Clients)
-	}
-	switch c.Retry {
-	case "", RetryTry, RetryWait:
-	default:
-		bad("retry %q unknown (valid: %s, %s)", c.Retry, RetryTry, RetryWait)
-	}
-	notNegative := func(name string, d time.Duration) {
-		if d < 0 {
-			bad("%s = %v, want ≥ 0", name, d)
-		}
-	}
-	notNegative("retry_delay", c.span(c.RetryDelay))
-	notNegative("retry_jitter", c.span(c.RetryJitter))
-	positive := func(name string, d time.Duration) {
-		if d <= 0 {
-			bad("%s = %v, want > 0", name, d)
-		}
-	}
-	positive("acquire_timeout", c.span(c.AcquireTimeout))
-	positive("op_timeout", c.span(c.OpTimeout))
-	positive("time_limit (every workload is bounded in time)", c.TimeLimit)
-	if c.TTL < 0 {
-		bad("ttl = %v, want ≥ 0", c.TTL)
-	}
-	if c.TTL <= 0 {
-		rel := c.relativeSpans()
-		for _, name := range slices.Sorted(maps.Keys(rel)) {
-			bad("%s %s is relative to the lock's TTL, but the config has no ttl", name, rel[name])
-		}
-	}
-	for _, r := range []struct {
-		name string
-		r    spans.Range
-	}{{"hold", c.hold()}, {"think", c.think()}} {
-		if lo, hi := r.r.Durations(); lo < 0 || hi < lo {
-			bad("%s range [%v, %v] is invalid (want 0 ≤ min ≤ max)", r.name, lo, hi)
-		}
-	}
-	if c.Crash != nil {
-		if c.Crash.Step == "" {
-			bad("crash.step is empty")
-		}
-		if !(c.Crash.Probability > 0 && c.Crash.Probability <= 1) {
-			bad("crash.probability = %v, want in (0, 1]", c.Crash.Probability)
-		}
-		if c.Crash.Limit < 0 {
-			bad("crash.limit = %d, want ≥ 0", c.Crash.Limit)
-		}
-	}
-	if d := c.span(c.ExtendEvery); d < 0 {
-		bad("extend_every = %v, want ≥ 0 (0: the client does not extend)", d)
-	}
-	if c.Nest < 1 || c.Nest > maxNest {
-		bad("nest = %d, want 1..%d nested acquires", c.Nest, maxNest)
-	}
-	notNegative("restart_delay", c.span(c.RestartDelay))
-	if c.Rate < 0 {
-		bad("rate = %v ops/s, want ≥ 0", c.Rate)
-	}
-	if c.MaxOps < 0 {
-		bad("max_ops = %d, want ≥ 0", c.MaxOps)
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("workload config: %w", errors.Join(errs...))
-	}
-	return nil
 }
 
 // Key is the name of key i.

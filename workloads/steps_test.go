@@ -550,7 +550,7 @@ func TestNest(t *testing.T) {
 		if acq.OK == 0 || acq.OK%3 != 0 || stats.Ops[history.Release].OK != acq.OK {
 			t.Fatalf("stats %+v: want acquires and releases in threes", stats.Ops)
 		}
-		res, err := checker.Check(ops, checker.Config{TTL: ttl, Counter: true, Reentrant: true})
+		res, err := checker.Check(ops, checker.Config{TTL: ttl, Subject: checker.Subject{Counter: true, Reentrant: true}})
 		if err != nil {
 			t.Fatal(err)
 		}

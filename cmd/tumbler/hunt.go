@@ -42,7 +42,7 @@ func (f *shrinkFlags) options(cmd *cobra.Command, budgetFlag string) (shrink.Opt
 }
 
 func (a *app) huntCmd() *cobra.Command {
-	var f adhocFlags
+	var f planFlags
 	var sf shrinkFlags
 	var like, store string
 	var want []string
@@ -87,17 +87,8 @@ three attempts in a row.`,
   tumbler hunt --lock single --topology replicated:1+sentinels --nemesis failover,pause --budget 5m --keep-going --no-shrink`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !cmd.Flags().Changed("budget") {
-				return failed(fmt.Errorf("%w: --budget is required: how long the hunt may take (\"10m\")", runner.ErrPlan))
-			}
-			if budget <= 0 {
-				return failed(fmt.Errorf("%w: --budget: %v: want a positive duration (\"10m\")", runner.ErrPlan, budget))
-			}
-			if cmd.Flags().Changed("seed") {
-				return failed(fmt.Errorf("%w: --seed: a hunt draws one seed after another; give --first-seed", runner.ErrPlan))
-			}
-			if seeds < 0 {
-				return failed(fmt.Errorf("%w: --seeds: %d is negative", runner.ErrPlan, seeds))
+			if err := huntArgs(cmd, budget, seeds); err != nil {
+				return failed(err)
 			}
 			so, err := sf.options(cmd, "shrink-budget")
 			if err != nil {
@@ -130,19 +121,7 @@ three attempts in a row.`,
 			if found, ok := s.Found(); ok && !noShrink && ctx.Err() == nil {
 				sh = a.shrinkFind(ctx, s, found, so)
 			}
-			if asJSON {
-				b, _ := json.MarshalIndent(struct {
-					*hunt.Summary
-					Shrunk *shrink.Result `json:"shrunk,omitempty"`
-				}{s, sh}, "", "  ")
-				fmt.Fprintf(a.stdout, "%s\n", b)
-			} else {
-				a.printHunt(s, sh)
-			}
-			if err != nil {
-				return &exitError{runner.ExitCodeOf(err), err}
-			}
-			return exit(s.ExitCode)
+			return a.huntOutcome(s, sh, err, asJSON)
 		},
 	}
 	fs := cmd.Flags()
@@ -161,39 +140,72 @@ three attempts in a row.`,
 	return cmd
 }
 
+// huntArgs refuses a hunt without a positive budget, with --seed, or with
+// a negative number of seeds.
+func huntArgs(cmd *cobra.Command, budget time.Duration, seeds int) error {
+	if !cmd.Flags().Changed("budget") {
+		return fmt.Errorf("%w: --budget is required: how long the hunt may take (\"10m\")", runner.ErrPlan)
+	}
+	if budget <= 0 {
+		return fmt.Errorf("%w: --budget: %v: want a positive duration (\"10m\")", runner.ErrPlan, budget)
+	}
+	if cmd.Flags().Changed("seed") {
+		return fmt.Errorf("%w: --seed: a hunt draws one seed after another; give --first-seed", runner.ErrPlan)
+	}
+	if seeds < 0 {
+		return fmt.Errorf("%w: --seeds: %d is negative", runner.ErrPlan, seeds)
+	}
+	return nil
+}
+
+// huntOutcome prints the hunt's outcome (and its shrink's) and returns the
+// command's exit: the hunt's code, or its error's.
+func (a *app) huntOutcome(s *hunt.Summary, sh *shrink.Result, err error, asJSON bool) error {
+	if asJSON {
+		b, _ := json.MarshalIndent(struct {
+			*hunt.Summary
+			Shrunk *shrink.Result `json:"shrunk,omitempty"`
+		}{s, sh}, "", "  ")
+		fmt.Fprintf(a.stdout, "%s\n", b)
+	} else {
+		a.printHunt(s, sh)
+	}
+	if err != nil {
+		return &exitError{runner.ExitCodeOf(err), err}
+	}
+	return exit(s.ExitCode)
+}
+
 // huntTemplate is the configuration the hunt draws schedules into: from
 // --like's row or from the flags.
-func (a *app) huntTemplate(cmd *cobra.Command, f *adhocFlags, like string) (runner.Plan, runner.Draw, string, []checker.Kind, error) {
-	draw := runner.Draw{Interval: f.a.NemesisInterval, Concurrency: f.concurrency}
-	var kinds []nemesis.Kind
-	for _, k := range f.a.Nemesis {
-		kinds = append(kinds, nemesis.Kind(strings.TrimSpace(k)))
-	}
-	if cmd.Flags().Changed("concurrency") && f.concurrency < 1 {
-		return runner.Plan{}, draw, "", nil, failed(fmt.Errorf("%w: --concurrency: %d: at least one fault must be able to run at a time", runner.ErrPlan, f.concurrency))
-	}
+func (a *app) huntTemplate(cmd *cobra.Command, f *planFlags, like string) (runner.Plan, runner.Draw, string, []checker.Kind, error) {
+	fs := cmd.Flags()
+	draw := f.draw
+	name := fs.Lookup("name").Value.String()
 	if like == "" {
-		if len(kinds) == 0 {
+		if len(draw.Kinds) == 0 {
 			return runner.Plan{}, draw, "", nil, failed(fmt.Errorf("%w: --nemesis: a hunt needs fault kinds to draw from (or --like ROW)", runner.ErrPlan))
 		}
 		// The template has no faults; the hunt draws them, seed by seed.
-		f.a.Nemesis, f.a.NemesisInterval = nil, 0
-		_ = cmd.Flags().Set("seed", "1") // the template's seed is each attempt's
-		p, err := a.adhocPlan(cmd, f)
+		p, err := f.template(fs)
 		if err != nil {
-			return runner.Plan{}, draw, "", nil, err
+			return runner.Plan{}, draw, "", nil, failed(err)
 		}
-		draw.Kinds = kinds
-		name := cmd.Flag("name").Value.String()
 		if name == "" {
 			name = p.Lock.Variant
 		}
 		return p, draw, name, nil, nil
 	}
+	if err := f.refuseZeros(fs); err != nil {
+		return runner.Plan{}, draw, "", nil, failed(err)
+	}
+	if err := f.explain(fs, draw.Validate()); err != nil {
+		return runner.Plan{}, draw, "", nil, failed(err)
+	}
 	allowed := []string{"time-limit", "nemesis", "nemesis-interval", "concurrency", "name"}
 	var clash []string
 	for _, n := range f.shaping {
-		if cmd.Flags().Changed(n) && !slices.Contains(allowed, n) {
+		if fs.Changed(n) && !slices.Contains(allowed, n) {
 			clash = append(clash, "--"+n)
 		}
 	}
@@ -205,18 +217,17 @@ func (a *app) huntTemplate(cmd *cobra.Command, f *adhocFlags, like string) (runn
 		return runner.Plan{}, draw, "", nil, failed(fmt.Errorf("%w: --like: %w", runner.ErrPlan, err))
 	}
 	p := row.Plan
-	if len(kinds) == 0 {
-		if kinds = hunt.KindsOf(p); len(kinds) == 0 {
+	if len(draw.Kinds) == 0 {
+		if draw.Kinds = hunt.KindsOf(p); len(draw.Kinds) == 0 {
 			return runner.Plan{}, draw, "", nil, failed(fmt.Errorf("%w: --like: row %s has no faults to take the kinds from; give --nemesis", runner.ErrPlan, like))
 		}
 	}
-	draw.Kinds = kinds
 	p.Faults = nil
 	// A row's time limit fits its one schedule; a random one needs room
 	// for a few scenes.
 	p.TimeLimit = nemesis.Fixed(huntLikeTimeLimit)
-	if cmd.Flags().Changed("time-limit") {
-		p.TimeLimit = nemesis.Fixed(f.a.TimeLimit)
+	if fs.Changed("time-limit") {
+		p.TimeLimit = f.plan.TimeLimit
 	}
 	t, err := f.target.target()
 	if err != nil {
@@ -229,7 +240,6 @@ func (a *app) huntTemplate(cmd *cobra.Command, f *adhocFlags, like string) (runn
 	if row.Expect.Verdict == checker.Invalid && row.Expect.Kind != "" {
 		wanted = []checker.Kind{row.Expect.Kind}
 	}
-	name := cmd.Flag("name").Value.String()
 	if name == "" {
 		name = "like-" + like
 	}

@@ -3,74 +3,14 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/tumbler-dev/tumbler/checker"
-	"github.com/tumbler-dev/tumbler/lock/variants"
 	"github.com/tumbler-dev/tumbler/nemesis"
 	"github.com/tumbler-dev/tumbler/runner"
 )
-
-// adhocFlags are the flags that shape a plan (runner.Adhoc).
-type adhocFlags struct {
-	a            runner.Adhoc
-	target       targetFlags
-	driftFactor  float64
-	readFraction float64
-	concurrency  int
-	// shaping names the flags that say what the run does: they conflict
-	// with --plan. The target flags (--provider, --external, --auth-*,
-	// --tls-*) only say where it runs.
-	shaping []string
-}
-
-func (f *adhocFlags) bind(fs *pflag.FlagSet) {
-	a := &f.a
-	before := map[string]bool{}
-	fs.VisitAll(func(fl *pflag.Flag) { before[fl.Name] = true })
-	fs.StringVar(&a.Name, "name", "", "name of the run (its directory under the store; default adhoc-<lock>)")
-	fs.Int64Var(&a.Seed, "seed", 0, "seed of the fault schedule and the clients' draws (default: a random one, printed)")
-	fs.StringVar(&a.Lock, "lock", "single", "lock under test: "+strings.Join(variants.Names(), ", "))
-	fs.StringVar(&a.Inner, "inner", "", "the lock a watchdog wraps (--lock watchdog; default single)")
-	fs.IntVar(&a.WaitReplicas, "wait-replicas", 0, "after acquiring, WAIT for this many replicas or release and fail (single, fenced)")
-	fs.DurationVar(&a.WaitTimeout, "wait-timeout", 0, "how long WAIT waits for the replicas")
-	fs.DurationVar(&a.NodeTimeout, "node-timeout", 0, "bound of one request to one node (redlock, redsync)")
-	fs.Float64Var(&f.driftFactor, "drift-factor", 0.01, "clock drift allowance as a fraction of the TTL (redlock, redsync)")
-	fs.BoolVar(&a.SetNXOnExtend, "setnx-on-extend", false, "redsync's WithSetNXOnExtend: extend retakes a lapsed lock (redsync #147)")
-	fs.DurationVar(&a.ReadTimeout, "read-timeout", 0, "read timeout of the clients' Redis connections: a slower reply is an unknown outcome (default 1s)")
-	fs.StringVar(&a.Discovery, "discovery", "", "how clients of a topology with Sentinels find the primary: sentinel (ask the Sentinels, through the client's proxies) or fixed (the address of p) (default sentinel)")
-	fs.DurationVar(&a.TTL, "ttl", 0, "lock TTL (default 1s)")
-	fs.IntVar(&a.Permits, "permits", 0, "permits of a semaphore (semaphore, permit-expirable-semaphore; default 2)")
-	fs.DurationVar(&a.ThreadWaitTime, "thread-wait-time", 0, "how long past its turn a fair lock's waiter keeps its place without polling (fair; default 5s)")
-	fs.Float64Var(&f.readFraction, "read-fraction", 0.75, "share of a read-write lock's cycles that take the read lock (rwlock)")
-	fs.IntVar(&a.Nodes, "nodes", 0, "N standalone masters: short for --topology independent:N")
-	fs.StringVar(&a.Topology, "topology", "", "independent:N, replicated:R[+sentinels], groups:G or cluster:S[+R] (default independent:1, independent:5 for redlock and redsync)")
-	fs.StringVar(&a.Persistence, "persistence", "", "data nodes' persistence: none, aof-everysec or aof-always (default none)")
-	fs.StringVar(&a.Workload, "workload", "", "mutex, fenced-write, counter or latch (default fenced-write; latch for --lock latch)")
-	fs.StringVar(&a.ClientMode, "client-mode", "", "process (each client its own process: client pauses are real) or inprocess (default process)")
-	fs.IntVar(&a.Clients, "clients", 0, "number of clients (default 4)")
-	fs.IntVar(&a.Keys, "keys", 0, "number of keys contended for (default 1)")
-	fs.StringVar(&a.Hold, "hold", "", "how long a client holds the lock: MIN,MAX or one span; spans like 250ms or 0.5ttl (default 0.1ttl,0.4ttl)")
-	fs.StringVar(&a.Think, "think", "", "pause between two cycles of a client: MIN,MAX or one span (default 0,0.05ttl)")
-	fs.StringVar(&a.Retry, "retry", "", "wait (retry until the acquire timeout) or try (one attempt per cycle) (default wait)")
-	fs.DurationVar(&a.AcquireTimeout, "acquire-timeout", 0, "how long one acquire may take, retries included (default 1s)")
-	fs.BoolVar(&a.CheckValidity, "check-validity", false, "clients check the lease's validity before acting on the resource")
-	fs.BoolVar(&a.ObeyLost, "obey-lost", false, "clients stop their critical section when the lock signals it is lost (watchdog)")
-	fs.DurationVar(&a.TimeLimit, "time-limit", 0, "how long clients start new operations (default 10s)")
-	fs.StringSliceVar(&a.Nemesis, "nemesis", nil, "fault kinds to draw the schedule from, comma separated (repeat a kind to weigh it): "+kindList())
-	fs.DurationVar(&a.NemesisInterval, "nemesis-interval", 0, "mean time between the starts of two fault scenes, half of it before the first (default: the TTL)")
-	fs.IntVar(&f.concurrency, "concurrency", nemesis.DefaultConcurrency, "at most this many faults active at once (at least 1; 1: one at a time, no compound scenes)")
-	fs.VisitAll(func(fl *pflag.Flag) {
-		if !before[fl.Name] {
-			f.shaping = append(f.shaping, fl.Name)
-		}
-	})
-	f.target.bind(fs)
-}
 
 func kindList() string {
 	s := make([]string, len(nemesis.Kinds))
@@ -82,29 +22,8 @@ func kindList() string {
 
 // adhocPlan builds the plan from the flags; the seed, when not given, is
 // drawn and logged.
-func (a *app) adhocPlan(cmd *cobra.Command, f *adhocFlags) (runner.Plan, error) {
-	drawn := !cmd.Flags().Changed("seed")
-	if drawn {
-		f.a.Seed = rand.Int64N(1_000_000) + 1
-	}
-	if cmd.Flags().Changed("drift-factor") {
-		f.a.DriftFactor = &f.driftFactor
-	}
-	if cmd.Flags().Changed("read-fraction") {
-		f.a.ReadFraction = &f.readFraction
-	}
-	t, err := f.target.target()
-	if err != nil {
-		return runner.Plan{}, err
-	}
-	f.a.Target = t
-	// A zero given explicitly is refused, not taken for "the default".
-	f.a.Given = map[string]bool{}
-	cmd.Flags().Visit(func(fl *pflag.Flag) { f.a.Given[fl.Name] = true })
-	if cmd.Flags().Changed("concurrency") {
-		f.a.Concurrency = &f.concurrency
-	}
-	p, err := f.a.Plan()
+func (a *app) adhocPlan(cmd *cobra.Command, f *planFlags) (runner.Plan, error) {
+	p, drawn, err := f.build(cmd.Flags())
 	if err == nil && drawn {
 		a.log.Info("no --seed given: drew one", "seed", p.Seed)
 	}
@@ -121,7 +40,7 @@ const adhocExamples = `  # the single-node lock under contention, no faults
   tumbler %[1]s --lock redsync --nodes 3 --setnx-on-extend --client-mode inprocess`
 
 func (a *app) runCmd() *cobra.Command {
-	var f adhocFlags
+	var f planFlags
 	var planFile, store, toxiAPI string
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -185,7 +104,7 @@ say). results.json holds the same code.`,
 }
 
 // planFromFile loads --plan, refusing the flags that would reshape it.
-func (a *app) planFromFile(cmd *cobra.Command, f *adhocFlags, file string) (runner.Plan, error) {
+func (a *app) planFromFile(cmd *cobra.Command, f *planFlags, file string) (runner.Plan, error) {
 	var clash []string
 	for _, name := range f.shaping {
 		if cmd.Flags().Changed(name) {
@@ -206,6 +125,7 @@ func (a *app) planFromFile(cmd *cobra.Command, f *adhocFlags, file string) (runn
 	if p, err = t.Apply(p); err != nil {
 		return runner.Plan{}, failed(err)
 	}
+	p = p.Normalize()
 	return p, failed(p.Validate())
 }
 
@@ -233,7 +153,7 @@ func shellJoin(args []string) string {
 }
 
 func (a *app) planCmd() *cobra.Command {
-	var f adhocFlags
+	var f planFlags
 	cmd := &cobra.Command{
 		Use:   "plan [flags]",
 		Short: "Print the plan (JSON) a run with these flags would execute",

@@ -11,8 +11,9 @@ import (
 )
 
 // BenchmarkCycle is one Redlock acquire+release on five local servers, on
-// its own, for profiling (-cpuprofile, -benchmem). The ratios against
-// single and redsync are lock's BenchmarkLocks.
+// its own, for profiling (-cpuprofile, -benchmem). The ratios against its
+// floor (raw pipelined connections), single and redsync are lock's
+// BenchmarkLocks.
 func BenchmarkCycle(b *testing.B) {
 	cs := locktest.Clients(b, redistest.Addrs(redistest.Start(b, 5)))
 	// 500 ms node timeout: see lock's BenchmarkLocks.

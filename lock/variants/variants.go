@@ -2,19 +2,26 @@
 // the broken recipes and the peer-client adapters — and builds one from a
 // plain-data Spec. It is how a plan, a CLI flag or a worker process says
 // "this lock" without importing each variant.
+//
+// A variant declares in its registration (Info) what the harness needs to
+// know of it: its kind, how it uses the servers (Servers: every node or
+// one, keys in several hash slots, an odd number of masters, the settings
+// that apply to it), what its grants promise (Grants: fencing tokens,
+// nested holds, queue order), whether it wraps another lock or renews in
+// the background. A plan's validation, the checkers a run composes and the
+// steps a hunt draws ask these traits, never a variant's name; the names
+// appear only in the registrations below.
 package variants
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
-	"github.com/go-redsync/redsync/v4"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tumbler-dev/tumbler/clients"
 	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/lock/adapters"
 	"github.com/tumbler-dev/tumbler/lock/fair"
@@ -28,64 +35,7 @@ import (
 	"github.com/tumbler-dev/tumbler/lock/semaphore"
 	"github.com/tumbler-dev/tumbler/lock/single"
 	"github.com/tumbler-dev/tumbler/lock/watchdog"
-	"github.com/tumbler-dev/tumbler/spans"
 )
-
-// Options are a lock's settings, declared once: a plan's "lock" section
-// embeds them (runner.LockPlan), so their JSON names are the plan's, and a
-// Spec carries them to the client that builds the lock. Durations are
-// spans.Span: absolute ("50ms") or a multiple of the TTL ("0.05ttl"),
-// resolved against the Spec's TTL when the lock is built (or against
-// another TTL first, with Resolve).
-type Options struct {
-	// Variant is one of Names().
-	Variant string `json:"variant"`
-	// Inner is the variant a watchdog wraps (default "single").
-	Inner string `json:"inner,omitempty"`
-	// WaitReplicas > 0 makes single/fenced WAIT for that many replicas
-	// within WaitTimeout after acquiring (Redisson's checkLockSyncedSlaves).
-	WaitReplicas int        `json:"wait_replicas,omitempty"`
-	WaitTimeout  spans.Span `json:"wait_timeout,omitzero"`
-	// NodeTimeout bounds one request to one node (redlock, redsync).
-	NodeTimeout spans.Span `json:"node_timeout,omitzero"`
-	// DriftFactor overrides the clock-drift allowance's factor when set
-	// (lock.WithDrift; default lock.DefaultOptions().DriftFactor).
-	DriftFactor *float64 `json:"drift_factor,omitempty"`
-	// SetNXOnExtend turns on redsync's WithSetNXOnExtend (redsync #147).
-	SetNXOnExtend bool `json:"setnx_on_extend,omitempty"`
-	// Permits a semaphore is set up with (semaphore kinds only, ≥ 1; a
-	// plan's default is 2).
-	Permits int `json:"permits,omitempty"`
-	// ThreadWaitTime is the fair lock's threadWaitTime (0: Redisson's 5 s).
-	ThreadWaitTime spans.Span `json:"thread_wait_time,omitzero"`
-	// Client is the lock client program of variant "client": a real lock
-	// library, in any language, driven over the lock client protocol
-	// (clients/PROTOCOL.md).
-	Client *clients.Spec `json:"client,omitempty"`
-}
-
-// Resolve is o with every relative span resolved against ttl: a client
-// whose lease is not the plan's TTL keeps the durations the plan meant.
-func (o Options) Resolve(ttl time.Duration) Options {
-	for _, s := range []*spans.Span{&o.WaitTimeout, &o.NodeTimeout, &o.ThreadWaitTime} {
-		*s = spans.Fixed(s.Resolve(ttl))
-	}
-	return o
-}
-
-// Spec is a lock described as data, as it travels to the client that
-// builds it (in the harness or in a worker process): its Options and its
-// TTL, against which relative spans of the Options resolve.
-type Spec struct {
-	Options
-	TTL time.Duration `json:"ttl"`
-	// DriftFixed overrides the fixed part of the clock-drift allowance
-	// when set (not a plan field: plans set drift_factor only).
-	DriftFixed *time.Duration `json:"drift_fixed,omitempty"`
-}
-
-// span is d under the spec's TTL.
-func (s Spec) span(d spans.Span) time.Duration { return d.Resolve(s.TTL) }
 
 // Kind is the shape of what a variant builds: a lock.Locker, or one of the
 // siblings of package lock for synchronizers a Locker does not fit.
@@ -103,34 +53,112 @@ const (
 	KindLatch Kind = "latch"
 )
 
-// Info describes a variant for listings and error messages.
+// Kinds lists the kinds.
+var Kinds = []Kind{KindLock, KindReadWrite, KindSemaphore, KindLatch}
+
+// Info describes a variant: what it is and what it declares of itself.
+// It is declared once, in the variant's registration (the built-in ones
+// below, or Register), and may come from data read at run time (its
+// traits have JSON names, so a manifest can carry them).
 type Info struct {
-	Name string
+	Name string `json:"name"`
+	// Kind is what Build makes ("" is KindLock).
+	Kind Kind   `json:"kind,omitempty"`
+	Doc  string `json:"doc,omitempty"`
+	// Broken: a recipe kept on purpose to show its failure.
+	Broken bool `json:"broken,omitempty"`
+	// Servers is how the variant uses the servers. A wrapper's are those
+	// of the variant it wraps (Options.Info).
+	Servers
+	// Grants is what the variant's grants promise; the checkers a run
+	// composes follow from them. A wrapper declares its own, not those of
+	// the variant it wraps (the watchdog declares none: its renewals are
+	// kept per lease, so it does not nest holds).
+	Grants
+	// Wraps: the variant wraps another variant of KindLock (Options.Inner,
+	// DefaultInner when unset), which talks to Redis: Build makes that one
+	// and wraps it. A wrapper takes the Servers and the Steps of the
+	// variant it wraps.
+	Wraps bool `json:"wraps,omitempty"`
+	// Renews: the variant renews its holders' leases in the background
+	// while they hold (reported to lock.Options.OnRenew, recorded as
+	// extends).
+	Renews bool `json:"renews,omitempty"`
+	// Steps are the lock steps the variant reports through
+	// lock.Options.Hook, where a step-pause or step-crash fault can stop a
+	// client. A hunt draws from them as well as from the workload's own
+	// steps.
+	Steps []LockStep `json:"steps,omitempty"`
+}
+
+// Servers is how a variant uses the servers.
+type Servers struct {
 	// AllNodes: the variant talks to every node of the topology (Redlock
 	// style); otherwise it uses one node (the primary).
-	AllNodes bool
-	// Broken: a recipe kept on purpose to show its failure.
-	Broken bool
+	AllNodes bool `json:"all_nodes,omitempty"`
 	// CrossSlot: the variant's script touches keys in different hash
 	// slots, which a Redis Cluster refuses (CROSSSLOT).
-	CrossSlot bool
-	// Kind is what Build makes ("" is KindLock).
-	Kind Kind
-	Doc  string
-	// Steps are the lock steps the variant reports through
-	// lock.Options.Hook (a watchdog: those of the variant it wraps), where
-	// a step-pause or step-crash fault can stop a client. A hunt draws
-	// from them as well as from the workload's own steps.
-	Steps []LockStep
+	CrossSlot bool `json:"cross_slot,omitempty"`
+	// OddMasters: the variant needs an odd number of masters (Redlock's
+	// majority quorum: an even count tolerates no more failed nodes than
+	// one node fewer would, and a contest can split evenly).
+	OddMasters bool `json:"odd_masters,omitempty"`
+	// Accepts lists the settings only some variants take that apply to
+	// this one, by their JSON names (the Opt constants); Validate refuses the
+	// others. A semaphore's permits go with its kind.
+	Accepts []string `json:"accepts,omitempty"`
+}
+
+// Grants is what a variant's grants promise.
+type Grants struct {
+	// Tokens: every grant carries a fencing token (lock.Lease.Token)
+	// greater than that of every earlier grant of the key, which a fenced
+	// resource orders writes by (under a fenced-write workload the fencing
+	// checker judges them).
+	Tokens bool `json:"tokens,omitempty"`
+	// Reentrant: an acquire by the holder's own owner nests (a hold
+	// count), and the hold ends when as many releases were made: a plan
+	// may nest its holds (workload nest) and the checkers count them.
+	Reentrant bool `json:"reentrant,omitempty"`
+	// Fair: the lock grants in the order its waiters queued, and reports
+	// each waiter's queue entry and exit (lock.Options.OnQueue), which the
+	// fairness checker judges.
+	Fair bool `json:"fair,omitempty"`
 }
 
 // LockStep is a step a variant reports to its lock.StepHook.
 type LockStep struct {
-	Name string
+	Name string `json:"name"`
 	// Acquiring: the step comes inside Acquire, on the client's way to a
 	// grant (the servers' grant in hand, or a place in a queue); otherwise
 	// it comes inside Release.
-	Acquiring bool
+	Acquiring bool `json:"acquiring,omitempty"`
+}
+
+// DefaultInner is the variant a wrapper wraps when Options.Inner is unset.
+const DefaultInner = "single"
+
+// The settings only some variants take (Servers.Accepts), by JSON name.
+const (
+	// OptWaitReplicas: WAIT for replicas after acquiring.
+	OptWaitReplicas = "wait_replicas"
+	// OptSetNXOnExtend: redsync's WithSetNXOnExtend.
+	OptSetNXOnExtend = "setnx_on_extend"
+	// OptThreadWaitTime: the fair lock's threadWaitTime.
+	OptThreadWaitTime = "thread_wait_time"
+)
+
+// setting is a setting only some variants take.
+type setting struct {
+	name string
+	set  func(Options) bool // whether a lock's Options set it
+}
+
+// specificSettings are the settings only some variants take.
+var specificSettings = []setting{
+	{OptWaitReplicas, func(o Options) bool { return o.WaitReplicas > 0 }},
+	{OptSetNXOnExtend, func(o Options) bool { return o.SetNXOnExtend }},
+	{OptThreadWaitTime, func(o Options) bool { return !o.ThreadWaitTime.IsZero() }},
 }
 
 // granted is the step every production variant and adapter reports.
@@ -146,73 +174,105 @@ type PrimitiveFunc func(s Spec, clients []redis.UniversalClient, key string, opt
 // wall clock, retry), which the lock must apply.
 type BuildFunc func(s Spec, clients []redis.UniversalClient, key string, opts []lock.Option) (lock.Locker, error)
 
+// wrapFunc makes a wrapper (Info.Wraps) around the lock it wraps.
+type wrapFunc func(inner lock.Locker, opts []lock.Option) (lock.Locker, error)
+
 type entry struct {
 	info  Info
 	build BuildFunc
 	prim  PrimitiveFunc // kinds other than KindLock
+	wrap  wrapFunc      // wrappers
 }
 
 var (
 	mu       sync.RWMutex
-	registry = map[string]entry{
-		"single": {Info{Steps: granted, Doc: "SET NX PX, Lua compare-and-delete release (optionally WAIT for replicas)"},
-			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
-				return single.New(c[0], key, s.TTL, o...)
-			}, nil},
-		"fenced": {Info{CrossSlot: true, Steps: granted, Doc: "single plus a fencing token from INCR in the acquire script"},
-			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
-				return fenced.New(c[0], key, s.TTL, o...)
-			}, nil},
-		"redlock": {Info{AllNodes: true, Steps: granted, Doc: "Redlock over N independent masters, quorum N/2+1, validity check"},
-			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
-				return redlock.New(c, key, s.TTL, o...)
-			}, nil},
-		// Build wraps the inner variant itself; the watchdog has no builder.
-		"watchdog": {Info{Doc: "renews another variant every TTL/3 while held (Redisson watchdog)"}, nil, nil},
-		"reentrant": {Info{Doc: "Redisson RLock: hash of owner → hold count, pub/sub wake-up"},
-			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
-				return reentrant.New(c[0], key, s.TTL, o...)
-			}, nil},
-		"redsync": {Info{AllNodes: true, Steps: granted, Doc: "adapter: go-redsync/redsync v4 (Redlock)"},
-			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
-				return adapters.NewRedsync(c, key, s.TTL, o...)
-			}, nil},
-		"redislock": {Info{Steps: granted, Doc: "adapter: bsm/redislock (single node, no elapsed-time check)"},
-			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
-				return adapters.NewRedislock(c[0], key, s.TTL, o...)
-			}, nil},
-		"fair": {Info{Steps: []LockStep{{Name: fair.StepQueued, Acquiring: true}}, Doc: "Redisson RFairLock (Redisson's queue script before #1104): FIFO queue of waiters with per-waiter timeouts, threadWaitTime"},
-			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
-				return fair.New(c[0], key, s.TTL, o...)
-			}, nil},
-		"multi": {Info{AllNodes: true, Steps: granted, Doc: "Redisson MultiLock: every node must grant, one after the other"},
-			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
-				return multilock.NewMulti(c, key, s.TTL, o...)
-			}, nil},
-		"redisson-redlock": {Info{AllNodes: true, Steps: granted, Doc: "Redisson RedissonRedLock: N/2+1 nodes one after the other, wait-time budget, no validity check"},
-			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
-				return multilock.NewRedLock(c, key, s.TTL, o...)
-			}, nil},
-		"rwlock": {Info{Kind: KindReadWrite, Doc: "Redisson RReadWriteLock (Redisson's scripts): one hash, mode field, per-owner counts, one pexpire"}, nil,
-			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Primitive, error) {
-				return rwlock.New(c[0], key, s.TTL, o...)
-			}},
-		"semaphore": {Info{Kind: KindSemaphore, Doc: "Redisson RSemaphore: a counter of free permits, no owners, no expiry"}, nil,
-			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Primitive, error) {
-				return semaphore.New(c[0], key, s.Permits, o...)
-			}},
-		"permit-expirable-semaphore": {Info{Kind: KindSemaphore, Doc: "Redisson RPermitExpirableSemaphore: permits with ids and leases of the TTL"}, nil,
-			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Primitive, error) {
-				return semaphore.NewExpirable(c[0], key, s.Permits, s.TTL, o...)
-			}},
-		"latch": {Info{Kind: KindLatch, Doc: "Redisson RCountDownLatch: a count that waiters wait to reach zero"}, nil,
-			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Primitive, error) {
-				return latch.New(c[0], key, o...)
-			}},
-	}
+	registry = map[string]entry{}
+	order    []string // names in registration order
 )
 
+// builtins are tumbler's own variants and the adapters, in the order error
+// messages list them.
+var builtins = []entry{
+	{info: Info{Name: "single", Servers: Servers{Accepts: []string{OptWaitReplicas}}, Steps: granted,
+		Doc: "SET NX PX, Lua compare-and-delete release (optionally WAIT for replicas)"},
+		build: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
+			return single.New(c[0], key, s.TTL, o...)
+		}},
+	{info: Info{Name: "fenced", Servers: Servers{CrossSlot: true, Accepts: []string{OptWaitReplicas}}, Grants: Grants{Tokens: true}, Steps: granted,
+		Doc: "single plus a fencing token from INCR in the acquire script"},
+		build: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
+			return fenced.New(c[0], key, s.TTL, o...)
+		}},
+	{info: Info{Name: "redlock", Servers: Servers{AllNodes: true, OddMasters: true}, Steps: granted,
+		Doc: "Redlock over N independent masters, quorum N/2+1, validity check"},
+		build: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
+			return redlock.New(c, key, s.TTL, o...)
+		}},
+	{info: Info{Name: "watchdog", Wraps: true, Renews: true, Doc: "renews another variant every TTL/3 while held (Redisson watchdog)"},
+		wrap: func(in lock.Locker, o []lock.Option) (lock.Locker, error) { return watchdog.New(in, o...) }},
+	{info: Info{Name: "reentrant", Grants: Grants{Reentrant: true}, Doc: "Redisson RLock: hash of owner → hold count, pub/sub wake-up"},
+		build: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
+			return reentrant.New(c[0], key, s.TTL, o...)
+		}},
+	{info: Info{Name: "redsync", Servers: Servers{AllNodes: true, Accepts: []string{OptSetNXOnExtend}}, Steps: granted,
+		Doc: "adapter: go-redsync/redsync v4 (Redlock)"},
+		build: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
+			return adapters.NewRedsync(c, key, s.TTL, o...)
+		}},
+	{info: Info{Name: "redislock", Steps: granted, Doc: "adapter: bsm/redislock (single node, no elapsed-time check)"},
+		build: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
+			return adapters.NewRedislock(c[0], key, s.TTL, o...)
+		}},
+	// No Steps: rueidislock decides inside TryWithContext, between its
+	// keys' replies and its return, where no hook reaches; a stall after
+	// the return is a pause of a holder whose renewals go on.
+	{info: Info{Name: "rueidislock", Doc: "adapter: redis/rueidis rueidislock " + adapters.RueidislockVersion + ": SET NX PXAT (client clock + validity) on KeyMajority of 2×KeyMajority−1 keys, background renewal, lease lost when its context is cancelled"},
+		build: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
+			return adapters.NewRueidislock(c[0], key, s.TTL, o...)
+		}},
+	{info: Info{Name: "fair", Servers: Servers{Accepts: []string{OptThreadWaitTime}}, Grants: Grants{Fair: true},
+		Steps: []LockStep{{Name: fair.StepQueued, Acquiring: true}},
+		Doc:   "Redisson RFairLock (Redisson's queue script before #1104): FIFO queue of waiters with per-waiter timeouts, threadWaitTime"},
+		build: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
+			return fair.New(c[0], key, s.TTL, o...)
+		}},
+	{info: Info{Name: "multi", Servers: Servers{AllNodes: true}, Steps: granted, Doc: "Redisson MultiLock: every node must grant, one after the other"},
+		build: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
+			return multilock.NewMulti(c, key, s.TTL, o...)
+		}},
+	{info: Info{Name: "redisson-redlock", Servers: Servers{AllNodes: true}, Steps: granted,
+		Doc: "Redisson RedissonRedLock: N/2+1 nodes one after the other, wait-time budget, no validity check"},
+		build: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
+			return multilock.NewRedLock(c, key, s.TTL, o...)
+		}},
+	{info: Info{Name: "rwlock", Kind: KindReadWrite, Doc: "Redisson RReadWriteLock (Redisson's scripts): one hash, mode field, per-owner counts, one pexpire"},
+		prim: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Primitive, error) {
+			return rwlock.New(c[0], key, s.TTL, o...)
+		}},
+	{info: Info{Name: "semaphore", Kind: KindSemaphore, Doc: "Redisson RSemaphore: a counter of free permits, no owners, no expiry"},
+		prim: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Primitive, error) {
+			return semaphore.New(c[0], key, s.Permits, o...)
+		}},
+	{info: Info{Name: "permit-expirable-semaphore", Kind: KindSemaphore, Doc: "Redisson RPermitExpirableSemaphore: permits with ids and leases of the TTL"},
+		prim: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Primitive, error) {
+			return semaphore.NewExpirable(c[0], key, s.Permits, s.TTL, o...)
+		}},
+	{info: Info{Name: "latch", Kind: KindLatch, Doc: "Redisson RCountDownLatch: a count that waiters wait to reach zero"},
+		prim: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Primitive, error) {
+			return latch.New(c[0], key, o...)
+		}},
+}
+
 func init() {
+	for _, e := range append(builtins, recipeEntries()...) {
+		if err := add(e); err != nil {
+			panic(err) // the built-in registrations are part of the program
+		}
+	}
+}
+
+// recipeEntries are the broken recipes, in recipes.Names' order.
+func recipeEntries() []entry {
 	docs := map[string]string{
 		recipes.NameSetNXExpire:     "SETNX then EXPIRE as two commands: a crash between leaves a lock that never expires",
 		recipes.NameSetNXDel:        "release by plain DEL: a slow holder deletes the next holder's lock",
@@ -229,18 +289,26 @@ func init() {
 		recipes.NameCheckThenDel:    {betweenGetAndDel},
 		recipes.NameGetSetTimestamp: {beforeGetSet, betweenGetAndDel},
 	}
+	renews := map[string]bool{recipes.NameTimerRenew: true}
+	var out []entry
 	for _, name := range recipes.Names {
-		registry[name] = entry{Info{Broken: true, Doc: docs[name], Steps: steps[name]},
-			func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
+		out = append(out, entry{
+			info: Info{Name: name, Broken: true, Doc: docs[name], Steps: steps[name], Renews: renews[name]},
+			build: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 				return recipes.New(s.Variant, c[0], key, s.TTL, o...)
-			}, nil}
+			}})
 	}
+	return out
 }
 
 // Register adds a lock under info.Name, so that plans, the CLI's --lock and
 // worker processes can name it: this is how a lock client of your own is
-// put under tumbler's workloads, faults and checkers. Call it from an init
-// function, so worker processes (re-execs of your program) know it too.
+// put under tumbler's workloads, faults and checkers. info declares its
+// traits as a built-in variant's do (Servers, Grants, Renews, Steps): the
+// harness asks them, not the name, so a lock whose traits are only known
+// at run time (read from a manifest, say) registers them then. Call it
+// before any plan names the lock, and in worker processes too (re-execs of
+// your program: from an init function, or from what starts them).
 func Register(info Info, build BuildFunc) error {
 	if info.Name == "" || build == nil {
 		return fmt.Errorf("variants.Register: a name and a build function are required")
@@ -248,24 +316,58 @@ func Register(info Info, build BuildFunc) error {
 	if info.Kind != "" && info.Kind != KindLock {
 		return fmt.Errorf("variants.Register: lock %q: a BuildFunc builds a lock.Locker, not a %s", info.Name, info.Kind)
 	}
+	if info.Wraps {
+		return fmt.Errorf("variants.Register: lock %q: a BuildFunc builds a lock itself; it cannot declare Wraps (build the lock it wraps in the BuildFunc)", info.Name)
+	}
+	return add(entry{info: info, build: build})
+}
+
+// add registers e, checking what its Info declares.
+func add(e entry) error {
+	for _, a := range e.info.Accepts {
+		if !slices.ContainsFunc(specificSettings, func(s setting) bool { return s.name == a }) {
+			return fmt.Errorf("variants.Register: lock %q: Accepts %q, which is no setting only some variants take (%s)", e.info.Name, a, strings.Join(specificNames(), ", "))
+		}
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	if _, dup := registry[info.Name]; dup {
-		return fmt.Errorf("variants.Register: lock %q is already registered", info.Name)
+	if _, dup := registry[e.info.Name]; dup {
+		return fmt.Errorf("variants.Register: lock %q is already registered", e.info.Name)
 	}
-	registry[info.Name] = entry{info: info, build: build}
+	registry[e.info.Name] = e
+	order = append(order, e.info.Name)
 	return nil
+}
+
+func specificNames() []string {
+	var out []string
+	for _, s := range specificSettings {
+		out = append(out, s.name)
+	}
+	return out
 }
 
 // Names lists every variant, sorted.
 func Names() []string {
 	mu.RLock()
 	defer mu.RUnlock()
-	out := make([]string, 0, len(registry))
-	for n := range registry {
-		out = append(out, n)
-	}
+	out := slices.Clone(order)
 	sort.Strings(out)
+	return out
+}
+
+// With lists the variants whose Info has the trait, in registration order
+// (the built-in ones first): "the variants that span all nodes".
+func With(trait func(Info) bool) []string {
+	mu.RLock()
+	names := slices.Clone(order)
+	mu.RUnlock()
+	var out []string
+	for _, n := range names {
+		if i, err := Lookup(n); err == nil && trait(i) {
+			out = append(out, n)
+		}
+	}
 	return out
 }
 
@@ -277,11 +379,27 @@ func Lookup(name string) (Info, error) {
 	if !ok {
 		return Info{}, fmt.Errorf("unknown lock %q (valid: %s)", name, strings.Join(Names(), ", "))
 	}
-	e.info.Name = name
 	if e.info.Kind == "" {
 		e.info.Kind = KindLock
 	}
 	return e.info, nil
+}
+
+// Info is the Info of the lock o describes, as the harness sees it: its
+// variant's, except that a wrapper (Info.Wraps) uses the servers through
+// the variant it wraps, so its Servers and Steps are that variant's. The
+// error is Lookup's, for the variant or the inner one.
+func (o Options) Info() (Info, error) {
+	info, err := Lookup(o.Variant)
+	if err != nil || !info.Wraps {
+		return info, err
+	}
+	in, err := Lookup(o.inner())
+	if err != nil {
+		return info, fmt.Errorf("lock %s: inner: %w", o.Variant, err)
+	}
+	info.Servers, info.Steps = in.Servers, in.Steps
+	return info, nil
 }
 
 // Kind is the kind of o's variant (KindLock for an unknown one: Validate
@@ -295,228 +413,39 @@ func (o Options) Kind() Kind {
 }
 
 // AllNodes reports whether the lock needs a client per node rather than one.
-func (o Options) AllNodes() bool { return o.talks().AllNodes }
-
-// CrossSlot reports whether the lock's scripts touch keys in different
-// hash slots (Info.CrossSlot), so that a Redis Cluster refuses them.
-func (o Options) CrossSlot() bool { return o.talks().CrossSlot }
-
-// talks is the Info of the variant that talks to Redis: a watchdog's
-// inner one.
-func (o Options) talks() Info {
-	name := o.Variant
-	if name == "watchdog" {
-		name = o.inner()
-	}
-	i, _ := Lookup(name)
-	return i
+func (o Options) AllNodes() bool {
+	i, _ := o.Info()
+	return i.AllNodes
 }
 
+// CrossSlot reports whether the lock's scripts touch keys in different
+// hash slots (Servers.CrossSlot), so that a Redis Cluster refuses them.
+func (o Options) CrossSlot() bool {
+	i, _ := o.Info()
+	return i.CrossSlot
+}
+
+// Label names the lock in a few words: its variant, and the variant a
+// wrapper wraps when the options name one ("watchdog(redlock)").
+func (o Options) Label() string {
+	if o.Inner != "" {
+		return o.Variant + "(" + o.Inner + ")"
+	}
+	return o.Variant
+}
+
+// inner is the variant a wrapper wraps.
 func (o Options) inner() string {
 	if o.Inner == "" {
-		return "single"
+		return DefaultInner
 	}
 	return o.Inner
 }
 
-// Validate checks s without building anything.
-func (s Spec) Validate() error {
-	if _, err := Lookup(s.Variant); err != nil {
-		return err
+// andList joins names as a sentence does: "a", "a and b", "a, b and c".
+func andList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
 	}
-	if s.TTL <= 0 {
-		return fmt.Errorf("lock %s: ttl %v must be positive", s.Variant, s.TTL)
-	}
-	if s.Variant == "watchdog" {
-		if s.inner() == "watchdog" {
-			return fmt.Errorf("lock watchdog: inner cannot be watchdog")
-		}
-		if i, err := Lookup(s.inner()); err != nil {
-			return fmt.Errorf("lock watchdog: inner: %w", err)
-		} else if i.Kind != KindLock {
-			return fmt.Errorf("lock watchdog: inner %s is a %s, not a lock the watchdog can renew", s.inner(), i.Kind)
-		}
-	} else if s.Inner != "" {
-		return fmt.Errorf("lock %s: inner applies only to watchdog", s.Variant)
-	}
-	base := s.Variant
-	if base == "watchdog" {
-		base = s.inner()
-	}
-	if s.WaitReplicas < 0 {
-		return fmt.Errorf("lock %s: wait_replicas %d is negative", s.Variant, s.WaitReplicas)
-	}
-	if s.WaitReplicas > 0 && base != "single" && base != "fenced" {
-		return fmt.Errorf("lock %s: wait_replicas applies only to single and fenced", s.Variant)
-	}
-	if s.SetNXOnExtend && base != "redsync" {
-		return fmt.Errorf("lock %s: setnx_on_extend applies only to redsync", s.Variant)
-	}
-	if s.span(s.NodeTimeout) < 0 {
-		return fmt.Errorf("lock %s: node_timeout %v is negative", s.Variant, s.NodeTimeout)
-	}
-	if kind := s.Kind(); kind == KindSemaphore && s.Permits < 1 {
-		return fmt.Errorf("lock %s: permits %d, want at least 1", s.Variant, s.Permits)
-	} else if kind != KindSemaphore && s.Permits != 0 {
-		return fmt.Errorf("lock %s: permits applies only to semaphores", s.Variant)
-	}
-	if !s.ThreadWaitTime.IsZero() && base != "fair" {
-		return fmt.Errorf("lock %s: thread_wait_time applies only to fair", s.Variant)
-	}
-	if s.span(s.ThreadWaitTime) < 0 {
-		return fmt.Errorf("lock %s: thread_wait_time %v is negative", s.Variant, s.ThreadWaitTime)
-	}
-	return nil
-}
-
-// Build makes the lock s describes on key. clients are one per node of the
-// topology (the first is the primary / the single node); variants that use
-// one node take clients[0]. opts are applied after the spec's own options,
-// so a workload's hooks and observers win.
-func Build(s Spec, clients []redis.UniversalClient, key string, opts ...lock.Option) (lock.Locker, error) {
-	if err := s.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", lock.ErrConfig, err)
-	}
-	if k := s.Kind(); k != KindLock {
-		return nil, fmt.Errorf("%w: lock %s is a %s, not a lock.Locker: use BuildPrimitive", lock.ErrConfig, s.Variant, k)
-	}
-	if len(clients) == 0 {
-		return nil, fmt.Errorf("%w: lock %s: no Redis clients", lock.ErrConfig, s.Variant)
-	}
-	common, specific := s.options()
-	own := append(common, specific...)
-	if s.Variant == "watchdog" {
-		inner := s
-		inner.Variant, inner.Inner = s.inner(), ""
-		// The inner lock does the acquiring, so it gets the workload's
-		// options (retry, hooks, wall clock); the watchdog gets only the
-		// common ones: variant-specific options refuse other variants.
-		in, err := build(inner, clients, key, append(own, opts...))
-		if err != nil {
-			return nil, err
-		}
-		return watchdog.New(in, append(common, opts...)...)
-	}
-	return build(s, clients, key, append(own, opts...))
-}
-
-// BuildPrimitive makes what s describes on key, of any kind: a
-// lock.Locker (as Build does), a lock.ReadWriteLocker, a lock.Semaphore or
-// a lock.Latch, as Lookup(s.Variant).Kind says.
-func BuildPrimitive(s Spec, clients []redis.UniversalClient, key string, opts ...lock.Option) (lock.Primitive, error) {
-	if s.Kind() == KindLock {
-		return Build(s, clients, key, opts...)
-	}
-	if err := s.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", lock.ErrConfig, err)
-	}
-	if len(clients) == 0 {
-		return nil, fmt.Errorf("%w: lock %s: no Redis clients", lock.ErrConfig, s.Variant)
-	}
-	common, specific := s.options()
-	mu.RLock()
-	e := registry[s.Variant]
-	mu.RUnlock()
-	if e.prim == nil {
-		return nil, fmt.Errorf("%w: lock %q cannot be built here", lock.ErrConfig, s.Variant)
-	}
-	return e.prim(s, clients, key, append(append(common, specific...), opts...))
-}
-
-// options returns the spec's options common to every variant and those
-// specific to its variant.
-func (s Spec) options() (common, specific []lock.Option) {
-	var o []lock.Option
-	if s.DriftFactor != nil || s.DriftFixed != nil {
-		d := lock.DefaultOptions()
-		f, x := d.DriftFactor, d.DriftFixed
-		if s.DriftFactor != nil {
-			f = *s.DriftFactor
-		}
-		if s.DriftFixed != nil {
-			x = *s.DriftFixed
-		}
-		o = append(o, lock.WithDrift(f, x))
-	}
-	if d := s.span(s.NodeTimeout); d > 0 {
-		o = append(o, lock.WithNodeTimeout(d))
-	}
-	var v []lock.Option
-	if s.WaitReplicas > 0 {
-		v = append(v, single.WithWait(s.WaitReplicas, s.span(s.WaitTimeout)))
-	}
-	if s.SetNXOnExtend {
-		v = append(v, adapters.RedsyncOptions(redsync.WithSetNXOnExtend()))
-	}
-	if d := s.span(s.ThreadWaitTime); d > 0 {
-		v = append(v, fair.WithThreadWaitTime(d))
-	}
-	return o, v
-}
-
-func build(s Spec, clients []redis.UniversalClient, key string, opts []lock.Option) (lock.Locker, error) {
-	mu.RLock()
-	e, ok := registry[s.Variant]
-	mu.RUnlock()
-	if !ok || e.build == nil {
-		return nil, fmt.Errorf("%w: lock %q cannot be built here", lock.ErrConfig, s.Variant)
-	}
-	return e.build(s, clients, key, opts)
-}
-
-// ACL is the least a Redis ACL user needs to run every built-in lock,
-// read-write lock, semaphore and latch on the keys starting with keyPrefix
-// (tumbler's workloads use "tumbler:"), in ACL SETUSER / "user" directive
-// form, without the user's name, on/off and password. For "tumbler:":
-//
-//	resetkeys ~tumbler:* ~{tumbler:* ~redisson_lock__channel:{tumbler:*
-//	~redisson_lock_queue:{tumbler:* ~redisson_lock_timeout:{tumbler:*
-//	~redisson_rwlock:{tumbler:* ~redisson_sc:{tumbler:*
-//	~redisson_countdownlatch__channel__{tumbler:*
-//	resetchannels &redisson_lock__channel:{tumbler:* &redisson_rwlock:{tumbler:*
-//	&redisson_sc:{tumbler:* &redisson_countdownlatch__channel__{tumbler:*
-//	-@all +ping +set +get +getrange +del +setnx +getset +pexpire +pttl +incr
-//	+exists +type +hexists +hincrby +publish +subscribe +eval +evalsha +wait
-//	+hget +hset +hdel +hlen +lindex +lpop +rpush +lrem +zadd +zrem +zscore
-//	+zrange +zrangebyscore +incrby +decrby +decr
-//
-// The key patterns are the keys the locks use (the fair lock's queue and
-// timeout set, a permit-expirable semaphore's "{key}:timeout" set) and the
-// channels they pass as keys to their scripts; the channels are their
-// wake-up channels, each named by its package (Redisson's names). The
-// commands are those the locks send and those their Lua scripts call (a
-// script's commands are checked against the caller's rights), plus PING,
-// with which a run checks each client's login before it starts. Every other
-// rule is needed by some lock: TestACLIsLeast drops each in turn and
-// watches a lock fail. The README documents this ACL.
-func ACL(keyPrefix string) []string {
-	pattern := func(name string) string { return strings.TrimSuffix(name, "}") + "*" }
-	channels := []string{
-		pattern(reentrant.Channel(keyPrefix)), // also the fair lock's, per waiter
-		pattern(rwlock.Channel(keyPrefix)),
-		pattern(semaphore.Channel(keyPrefix)),
-		pattern(latch.Channel(keyPrefix)),
-	}
-	keys := []string{keyPrefix + "*", "{" + keyPrefix + "*", pattern(fair.Queue(keyPrefix)), pattern(fair.Timeouts(keyPrefix))}
-	out := []string{"resetkeys"}
-	for _, k := range append(keys, channels...) { // releases pass their channel as a key
-		out = append(out, "~"+k)
-	}
-	out = append(out, "resetchannels")
-	for _, c := range channels {
-		out = append(out, "&"+c)
-	}
-	out = append(out, "-@all")
-	for _, c := range ACLCommands {
-		out = append(out, "+"+c)
-	}
-	return out
-}
-
-// ACLCommands are the commands ACL allows.
-var ACLCommands = []string{
-	"ping", "set", "get", "getrange", "del", "setnx", "getset", "pexpire", "pttl", "incr", "exists", "type",
-	"hexists", "hincrby", "publish", "subscribe", "eval", "evalsha", "wait",
-	"hget", "hset", "hdel", "hlen", "lindex", "lpop", "rpush", "lrem", "zadd", "zrem", "zscore",
-	"zrange", "zrangebyscore", "incrby", "decrby", "decr",
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }

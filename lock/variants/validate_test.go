@@ -1,0 +1,48 @@
+package variants
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tumbler-dev/tumbler/internal/field"
+	"github.com/tumbler-dev/tumbler/spans"
+)
+
+// Each problem of a spec names its field by its JSON path in the lock's
+// options, so a plan can name it as lock.<path>; drift_factor must be in
+// [0, 1) and wait_timeout needs wait_replicas, whoever sets them.
+func TestSpecNamesTheField(t *testing.T) {
+	f := func(x float64) *float64 { return &x }
+	for _, c := range []struct {
+		o    Options
+		path string
+		want string
+	}{
+		{Options{Variant: "redlock", DriftFactor: f(1.5)}, "drift_factor", "lock.drift_factor: 1.5 must be in [0, 1)"},
+		{Options{Variant: "redlock", DriftFactor: f(1)}, "drift_factor", "lock.drift_factor: 1 must be in [0, 1)"},
+		{Options{Variant: "redlock", DriftFactor: f(-0.01)}, "drift_factor", "lock.drift_factor: -0.01 must be in [0, 1)"},
+		{Options{Variant: "single", WaitTimeout: spans.Fixed(time.Second)}, "wait_timeout", "lock.wait_timeout: 1s needs lock.wait_replicas"},
+		{Options{Variant: "single", WaitReplicas: 1, WaitTimeout: spans.Fixed(-time.Second)}, "wait_timeout", "lock.wait_timeout: -1s is negative"},
+		{Options{Variant: "redlock", NodeTimeout: spans.TTLs(-0.1)}, "node_timeout", "lock.node_timeout: -0.1ttl is negative"},
+		{Options{Variant: "nope"}, "variant", `lock.variant: unknown lock "nope"`},
+		{Options{Variant: "watchdog", Inner: "nope"}, "inner", `lock.inner: unknown lock "nope"`},
+		{Options{Variant: "single", Permits: 2}, "permits", "lock.permits applies only to semaphores, not single"},
+	} {
+		err := Spec{Options: c.o, TTL: time.Second}.Validate()
+		var fe *field.Error
+		if !errors.As(err, &fe) || fe.Path != c.path {
+			t.Errorf("%+v: %v, want an error of field %s", c.o, err, c.path)
+			continue
+		}
+		if got := field.Within("lock", err).Error(); !strings.Contains(got, c.want) {
+			t.Errorf("%+v: in a plan %q, want %q", c.o, got, c.want)
+		}
+	}
+	for _, x := range []float64{0, 0.01, 0.99} {
+		if err := (Spec{Options: Options{Variant: "redlock", DriftFactor: f(x)}, TTL: time.Second}).Validate(); err != nil {
+			t.Errorf("drift_factor %g: %v", x, err)
+		}
+	}
+}

@@ -1,0 +1,192 @@
+package runner
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tumbler-dev/tumbler/checker"
+	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/internal/field"
+	"github.com/tumbler-dev/tumbler/lock/variants"
+	"github.com/tumbler-dev/tumbler/workloads"
+)
+
+// Validate checks the plan as it will run — normalized, so a field it
+// leaves out is checked with its default — as far as it can without
+// starting anything. Each field is checked by its own type (the topology
+// by cluster, the lock's options by variants.Spec, the workload's by
+// workloads.Options, the faults by nemesis); Validate composes them and
+// checks what only the plan as a whole can tell. A problem with a field
+// names it by its JSON path ("lock.drift_factor: 1.5 must be in [0, 1)");
+// the command line names the flag instead. Every error wraps ErrPlan.
+func (p Plan) Validate() error { return p.Normalize().validate() }
+
+// validate checks a normalized plan.
+func (p Plan) validate() error {
+	for _, check := range []func() error{p.validateWhere, p.validateLock, p.validateKind, p.validateWork} {
+		if err := check(); err != nil {
+			return fmt.Errorf("%w: %w", ErrPlan, err)
+		}
+	}
+	return nil
+}
+
+// validateWhere checks where the plan runs: topology, provider, server,
+// access, persistence and the nodes' settings.
+func (p Plan) validateWhere() error {
+	if err := p.Topology.Validate(); err != nil {
+		return field.Errorf("topology", "%w", err)
+	}
+	switch p.Provider {
+	case "process", "docker":
+	case "external":
+		if p.External == "" {
+			return field.Errorf("external", "provider external needs %v: the path of the deployment's configuration", field.Self)
+		}
+	default:
+		return field.Errorf("provider", "%q unknown (valid: %s)", p.Provider, strings.Join(Providers, ", "))
+	}
+	if err := p.Server.Validate(); err != nil {
+		return field.Errorf("server", "%w", err)
+	}
+	if err := p.Access.Validate(); err != nil {
+		return field.Errorf("access", "%w", err)
+	}
+	if p.Persistence != "" {
+		if err := p.Persistence.Validate(); err != nil {
+			return field.Errorf("persistence", "%w", err)
+		}
+	}
+	if !p.SentinelDownAfter.IsZero() {
+		if d := p.span(p.SentinelDownAfter); !p.Topology.Sentinels || d < 100*time.Millisecond {
+			return field.Errorf("sentinel_down_after", "%v %q needs a topology with Sentinels and at least 100ms", field.Self, p.SentinelDownAfter)
+		}
+	}
+	for _, k := range sortedKeys(p.NodeConfig) {
+		if strings.TrimSpace(k) == "" || strings.ContainsAny(k, " \t\n") || strings.HasPrefix(k, "-") {
+			return field.Errorf("node_config", "%q is not a directive name", k)
+		}
+		if contains(harnessDirectives, strings.ToLower(k)) {
+			return field.Errorf("node_config", "%s is set by the harness (or the plan's own fields: persistence, access), not here", k)
+		}
+	}
+	return nil
+}
+
+// validateLock checks the TTL, the lock's options (variants.Spec), the
+// run's own lock settings, and whether the topology suits the lock.
+func (p Plan) validateLock() error {
+	if p.TTL.IsZero() || p.TTL.Relative() || p.ttl() < time.Millisecond {
+		return field.Errorf("ttl", "%v %q must be an absolute duration of at least 1ms", field.Self, p.TTL)
+	}
+	spec := p.lockSpec()
+	if err := spec.Validate(); err != nil {
+		return field.Within("lock", err)
+	}
+	if err := p.Lock.validate(p); err != nil {
+		return field.Within("lock", err)
+	}
+	t := p.Topology
+	switch {
+	case spec.AllNodes() && t.Kind != cluster.Independent && t.Kind != cluster.Groups:
+		return fmt.Errorf("lock %s needs independent masters (topology independent:N or groups:G), not %s", spec.Variant, t)
+	case t.Kind == cluster.Groups && !spec.AllNodes():
+		return fmt.Errorf("topology %s is for locks over independent masters (%s), not %s", t, strings.Join(variants.With(func(i variants.Info) bool { return i.AllNodes }), ", "), spec.Variant)
+	case spec.WaitReplicas > 0 && !(t.Kind == cluster.Replicated && spec.WaitReplicas <= t.N) &&
+		!(t.Kind == cluster.RedisCluster && spec.WaitReplicas <= t.Replicas):
+		return fmt.Errorf("lock wait_replicas %d needs a replicated topology, or a cluster with shards, with at least that many replicas, not %s", spec.WaitReplicas, t)
+	case t.Kind == cluster.RedisCluster && spec.CrossSlot():
+		return fmt.Errorf("lock %s touches keys in different hash slots in one script, which a Redis Cluster (topology %s) refuses with CROSSSLOT", spec.Variant, t)
+	}
+	return nil
+}
+
+// validate checks what only the run uses of the lock section; paths are
+// within it.
+func (l LockPlan) validate(p Plan) error {
+	if d := p.span(l.ReadTimeout); d < 0 {
+		return field.Errorf("read_timeout", "%v is negative", l.ReadTimeout)
+	}
+	switch l.Discovery {
+	case "", DiscoveryFixed:
+	case DiscoverySentinel:
+		if !p.Topology.Sentinels {
+			return field.Errorf("discovery", "%v sentinel needs a topology with Sentinels (replicated:R+sentinels), not %s", field.Self, p.Topology)
+		}
+	default:
+		return field.Errorf("discovery", "%v %q unknown (valid: sentinel, fixed)", field.Self, l.Discovery)
+	}
+	if n := len(l.ClientTTL); n > 0 && n != p.Workload.Clients {
+		return field.Errorf("client_ttl", "%v lists %d leases for %d clients", field.Self, n, p.Workload.Clients)
+	}
+	for i, t := range l.ClientTTL {
+		if d := p.span(t); d < time.Millisecond {
+			return field.Errorf(fmt.Sprintf("client_ttl[%d]", i), "%v %q must be at least 1ms", field.Self, t)
+		}
+	}
+	return nil
+}
+
+// validateKind checks what the lock's kind and declared traits ask of the
+// plan: a latch goes with the latch workload and nothing else does, a read
+// fraction with a read-write lock, nested holds with a reentrant lock, a
+// lock that needs an odd number of masters with such a topology.
+func (p Plan) validateKind() error {
+	kind, w, v := p.lockKind(), p.Workload, p.Lock.Variant
+	info, _ := p.Lock.Info() // validateLock checked the lock first
+	switch {
+	case kind == variants.KindLatch && w.Kind != workloads.Latch:
+		return field.Errorf("workload.kind", "lock %s is a latch: it needs %v %q, not %q", v, field.Self, workloads.Latch, w.Kind)
+	case kind != variants.KindLatch && w.Kind == workloads.Latch:
+		return field.Errorf("workload.kind", "%v latch needs the latch lock, not %s", field.Self, v)
+	case kind != variants.KindReadWrite && (w.ReadFraction != nil || w.ClientReadFraction != nil):
+		return field.Errorf("workload.read_fraction", "%v and client_read_fraction apply only to a read-write lock, not %s", field.Self, v)
+	case w.Latch != nil && w.Kind != workloads.Latch:
+		return field.Errorf("workload.latch", "%v settings apply only to workload kind %q", field.Self, workloads.Latch)
+	case w.InitEachCycle && kind != variants.KindSemaphore:
+		return field.Errorf("workload.init_each_cycle", "%v applies only to a semaphore, not %s", field.Self, v)
+	case w.Nest > 1 && !info.Reentrant:
+		return field.Errorf("workload.nest", "%v %d needs a reentrant lock (%s), not %s", field.Self, w.Nest, strings.Join(variants.With(func(i variants.Info) bool { return i.Reentrant }), ", "), p.Lock.Label())
+	case info.OddMasters && len(p.Topology.Masters())%2 == 0:
+		return fmt.Errorf("lock %s needs an odd number of masters, topology %s has %d", p.Lock.Label(), p.Topology, len(p.Topology.Masters()))
+	}
+	return nil
+}
+
+// validateWork checks the time limit, the workload, the faults and the
+// checkers' settings.
+func (p Plan) validateWork() error {
+	if tl := p.span(p.TimeLimit); tl <= 0 {
+		return field.Errorf("time_limit", "%v %q must be positive", field.Self, p.TimeLimit)
+	}
+	if err := p.Workload.Validate(p.ttl(), p.span(p.TimeLimit)); err != nil {
+		return field.Within("workload", err)
+	}
+	// No provider is built here (a docker one may build an image): the
+	// faults are checked for every control, and Run checks them again
+	// against the provider it builds before it starts anything.
+	if err := p.nemesisPlan().Validate(p.nemesisSetup(nil)); err != nil {
+		return field.Errorf("faults", "%w", err)
+	}
+	return field.Within("check", p.Check.validate(p))
+}
+
+// validate checks the checkers' settings; paths are within the section.
+func (c CheckPlan) validate(p Plan) error {
+	if c.LivenessK < 0 {
+		return field.Errorf("liveness_k", "%v is negative", c.LivenessK)
+	}
+	if s := p.span(c.Linearizability.Timeout); s < 0 {
+		return field.Errorf("linearizability.timeout", "%q is negative", c.Linearizability.Timeout)
+	}
+	if m := c.Linearizability.Memory; m < 0 {
+		return field.Errorf("linearizability.memory", "%d is negative", m)
+	}
+	for _, name := range c.Skip {
+		if !checker.IsName(name) {
+			return field.Errorf("skip", "unknown checker %q", name)
+		}
+	}
+	return nil
+}
