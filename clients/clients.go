@@ -4,7 +4,9 @@
 // installed into its cache directory when a run uses one, so a run needs
 // nothing but tumbler and the library's Debian packages. A client of your
 // own needs no manifest here: name its command (lock.client.command,
-// --client-cmd).
+// --client-cmd). A directory whose name starts with "_" is not a client:
+// it holds files several clients share (a manifest's Shared), installed
+// beside each client's own.
 package clients
 
 import (
@@ -18,6 +20,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,6 +42,10 @@ type Manifest struct {
 	Command []string `json:"command"`
 	// Env is added to its environment.
 	Env []string `json:"env,omitempty"`
+	// Shared are files under clients/ that its program loads beside it
+	// ("_shared/tumbler_client.py"): installed into its directory under
+	// their base names.
+	Shared []string `json:"shared,omitempty"`
 	// Library is what it drives, with the version the Debian package has.
 	Library string `json:"library"`
 	// Packages are the Debian packages it needs; Probe, when set, is a
@@ -77,7 +84,7 @@ var load = sync.OnceValues(func() (map[string]Manifest, error) {
 		return nil, err
 	}
 	for _, d := range dirs {
-		if !d.IsDir() {
+		if !d.IsDir() || strings.HasPrefix(d.Name(), "_") {
 			continue
 		}
 		b, err := files.ReadFile(path.Join(d.Name(), "client.json"))
@@ -93,6 +100,11 @@ var load = sync.OnceValues(func() (map[string]Manifest, error) {
 		}
 		if m.Kind == "" {
 			m.Kind = "lock"
+		}
+		for _, f := range m.Shared {
+			if _, err := fs.Stat(files, f); err != nil || path.Base(f) == "client.json" {
+				return nil, fmt.Errorf("clients: %s/client.json: shared file %q: not a shared file under clients/", d.Name(), f)
+			}
 		}
 		out[m.Name] = m
 	}
@@ -153,8 +165,12 @@ func (m Manifest) Install() (Installed, error) {
 	if err != nil {
 		return Installed{}, err
 	}
-	for _, n := range names {
-		b, _ := fs.ReadFile(sub, n)
+	for _, n := range append(names, m.Shared...) {
+		src := fs.FS(sub)
+		if slices.Contains(m.Shared, n) {
+			src = files
+		}
+		b, _ := fs.ReadFile(src, n)
 		fmt.Fprintf(h, "%s %d\n", n, len(b))
 		h.Write(b)
 	}
@@ -173,7 +189,7 @@ func (m Manifest) Install() (Installed, error) {
 		if err != nil {
 			return Installed{}, fmt.Errorf("install client %s: %w", m.Name, err)
 		}
-		if err := os.CopyFS(tmp, sub); err != nil {
+		if err := copyFiles(tmp, sub, m.Shared); err != nil {
 			os.RemoveAll(tmp)
 			return Installed{}, fmt.Errorf("install client %s: %w", m.Name, err)
 		}
@@ -200,6 +216,23 @@ func (m Manifest) Install() (Installed, error) {
 		}
 	}
 	return Installed{Dir: dir, Command: cmd, Env: m.Env}, nil
+}
+
+// copyFiles writes the client's own files and its shared ones into dir.
+func copyFiles(dir string, own fs.FS, shared []string) error {
+	if err := os.CopyFS(dir, own); err != nil {
+		return err
+	}
+	for _, f := range shared {
+		b, err := files.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, path.Base(f)), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func exists(fsys fs.FS, name string) bool {
