@@ -62,6 +62,10 @@ type Manifest struct {
 	// Redlock); otherwise one node, a primary found by Sentinel, or a
 	// cluster.
 	AllNodes bool `json:"all_nodes,omitempty"`
+	// ACL are the rights its library needs on the data nodes beyond those
+	// of tumbler's own locks (variants.ACL), in ACL SETUSER form: commands
+	// its scripts call, keys it writes besides the plan's.
+	ACL []string `json:"acl,omitempty"`
 	// Steps it reports, where step faults can stop it.
 	Steps []Step `json:"steps,omitempty"`
 	// Options it takes (lock.client.options), each with one line of doc.

@@ -92,12 +92,17 @@ func nodeCount(m clients.Manifest) int {
 
 // initFor is the init a run would send the client over servers.
 func initFor(m clients.Manifest, servers []*redistest.Server, key string, ttl time.Duration, opts map[string]any) protocol.Init {
+	return initAt(m, redistest.Addrs(servers), key, ttl, opts)
+}
+
+// initAt is the init a run would send the client to reach the nodes at addrs.
+func initAt(m clients.Manifest, addrs []string, key string, ttl time.Duration, opts map[string]any) protocol.Init {
 	in := protocol.Init{Kind: m.Kind, Keys: []string{key}, TTLMS: ttl.Milliseconds(), Connect: protocol.ConnectNode, ReadTimeoutMS: 1000}
 	if m.AllNodes {
 		in.Connect = protocol.ConnectNodes
 	}
-	for i, s := range servers[:nodeCount(m)] {
-		in.Nodes = append(in.Nodes, protocol.Node{Name: fmt.Sprintf("n%d", i+1), Addr: s.Addr})
+	for i, a := range addrs[:nodeCount(m)] {
+		in.Nodes = append(in.Nodes, protocol.Node{Name: fmt.Sprintf("n%d", i+1), Addr: a})
 	}
 	if opts != nil {
 		in.Options, _ = json.Marshal(opts)
@@ -133,6 +138,34 @@ func start(t testing.TB, name string, in protocol.Init) *protocol.Process {
 	}
 	t.Cleanup(func() { p.Close() })
 	return p
+}
+
+// wantRefused: the client's init refuses in, saying says.
+func wantRefused(t *testing.T, name string, in protocol.Init, says string) {
+	t.Helper()
+	_, err := startOrRefused(t, name, in)
+	if !errors.Is(err, protocol.ErrInit) || !strings.Contains(err.Error(), says) {
+		t.Errorf("client %s, init with connect %s: %v, want its init refused (ErrInit) saying %q", name, in.Connect, err, says)
+	}
+}
+
+// startOrRefused starts the client, or returns its init's refusal.
+func startOrRefused(t *testing.T, name string, in protocol.Init) (*protocol.Process, error) {
+	t.Helper()
+	m, _ := clients.Lookup(name)
+	inst, err := m.Install()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := protocol.Start(protocol.Config{Name: name, Command: inst.Command, Env: inst.Env, Init: in})
+	if err != nil {
+		if !errors.Is(err, protocol.ErrInit) {
+			t.Fatalf("start client %s: %v", name, err)
+		}
+		return nil, err
+	}
+	t.Cleanup(func() { p.Close() })
+	return p, nil
 }
 
 type lockedWriter struct {
@@ -305,17 +338,7 @@ func TestInitRefusals(t *testing.T) {
 	for _, name := range clients.Names() {
 		t.Run(name, func(t *testing.T) {
 			m, _ := clients.Lookup(name)
-			inst, err := m.Install()
-			if err != nil {
-				t.Fatal(err)
-			}
-			refused := func(in protocol.Init, says string) {
-				t.Helper()
-				_, err := protocol.Start(protocol.Config{Name: name, Command: inst.Command, Env: inst.Env, Init: in})
-				if !errors.Is(err, protocol.ErrInit) || !strings.Contains(err.Error(), says) {
-					t.Errorf("init %s: %v, want ErrInit saying %q", in.Connect, err, says)
-				}
-			}
+			refused := func(in protocol.Init, says string) { t.Helper(); wantRefused(t, name, in, says) }
 			key := locktest.Key(t)
 			refused(initFor(m, servers, key, time.Second, map[string]any{"bogus_option": 1}), "bogus_option")
 			if name == "reference" { // the protocol's example: it takes whatever nodes[0] is
@@ -331,5 +354,23 @@ func TestInitRefusals(t *testing.T) {
 			other.Connect = protocol.ConnectCluster
 			refused(other, "connect cluster: ")
 		})
+	}
+}
+
+// TestMissingPackagesNamed: a client whose interpreter or library is not
+// installed fails to install with the Debian packages to get and
+// scripts/setup named — what every test above then fails with.
+func TestMissingPackagesNamed(t *testing.T) {
+	for _, name := range clients.Names() {
+		m, _ := clients.Lookup(name)
+		if len(m.Probe) == 0 || len(m.Packages) == 0 {
+			t.Errorf("client %s: its manifest names no probe or no Debian packages", name)
+			continue
+		}
+		m.Probe = append([]string{"/nonexistent" + m.Probe[0]}, m.Probe[1:]...)
+		_, err := m.Install()
+		if err == nil || !strings.Contains(err.Error(), "scripts/setup") || !strings.Contains(err.Error(), "apt-get install "+strings.Join(m.Packages, " ")) {
+			t.Errorf("client %s without its interpreter: %v, want the packages %v and scripts/setup named", name, err, m.Packages)
+		}
 	}
 }

@@ -2,7 +2,6 @@ package clients_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -84,15 +83,7 @@ func TestSentinelFailover(t *testing.T) {
 		key := locktest.Key(t) + ":" + name
 		in := sentinelInit(t, c, key)
 		if mode == refuses {
-			m, _ := clients.Lookup(name)
-			inst, err := m.Install()
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = protocol.Start(protocol.Config{Name: name, Command: inst.Command, Env: inst.Env, Init: in})
-			if !errors.Is(err, protocol.ErrInit) {
-				t.Errorf("client %s with connect sentinel: %v, want its init refused (ErrInit) with the reason", name, err)
-			}
+			wantRefused(t, name, in, "connect sentinel: ")
 			continue
 		}
 		l := locker(t, start(t, name, in), key)
