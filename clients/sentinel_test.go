@@ -125,6 +125,7 @@ func TestSentinelFailover(t *testing.T) {
 				if err == nil {
 					t.Fatalf("%s acquired with its link c0->r1 cut: its traffic to the new primary bypasses its proxy", name)
 				}
+				t.Logf("with its link c0->r1 cut: %v", err)
 			case stays:
 				if reached {
 					t.Fatalf("%s asks the Sentinels once, at connect, yet reached the new primary", name)
