@@ -106,8 +106,11 @@ var load = sync.OnceValues(func() (map[string]Manifest, error) {
 			m.Kind = "lock"
 		}
 		for _, f := range m.Shared {
-			if _, err := fs.Stat(files, f); err != nil || path.Base(f) == "client.json" {
-				return nil, fmt.Errorf("clients: %s/client.json: shared file %q: not a shared file under clients/", d.Name(), f)
+			if _, err := fs.Stat(files, f); err != nil || !strings.HasPrefix(f, "_") {
+				return nil, fmt.Errorf("clients: %s/client.json: shared file %q: not a file under a clients/_… directory", d.Name(), f)
+			}
+			if exists(files, path.Join(d.Name(), path.Base(f))) {
+				return nil, fmt.Errorf("clients: %s/client.json: shared file %q has the name of one of the client's own files", d.Name(), f)
 			}
 		}
 		out[m.Name] = m
