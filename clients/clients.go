@@ -4,7 +4,9 @@
 // installed into its cache directory when a run uses one, so a run needs
 // nothing but tumbler and the library's Debian packages. A client of your
 // own needs no manifest here: name its command (lock.client.command,
-// --client-cmd).
+// --client-cmd). A directory whose name starts with "_" is not a client:
+// it holds files several clients share (a manifest's Shared), installed
+// beside each client's own.
 package clients
 
 import (
@@ -18,6 +20,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,18 +30,17 @@ import (
 //go:embed */*
 var files embed.FS
 
-// Self in a manifest's command stands for the tumbler program itself (its
-// Go client: tumbler's own locks over the protocol).
-const Self = "{tumbler}"
-
 // Manifest describes a shipped client.
 type Manifest struct {
 	Name string `json:"name"`
-	// Command runs it; relative paths are the client's own files, Self is
-	// tumbler.
+	// Command runs it; relative paths are the client's own files.
 	Command []string `json:"command"`
 	// Env is added to its environment.
 	Env []string `json:"env,omitempty"`
+	// Shared are files under clients/ that its program loads beside it
+	// ("_shared/tumbler_client.py"): installed into its directory under
+	// their base names.
+	Shared []string `json:"shared,omitempty"`
 	// Library is what it drives, with the version the Debian package has.
 	Library string `json:"library"`
 	// Packages are the Debian packages it needs; Probe, when set, is a
@@ -55,6 +57,10 @@ type Manifest struct {
 	// Redlock); otherwise one node, a primary found by Sentinel, or a
 	// cluster.
 	AllNodes bool `json:"all_nodes,omitempty"`
+	// ACL are the rights its library needs on the data nodes beyond those
+	// of tumbler's own locks (variants.ACL), in ACL SETUSER form: commands
+	// its scripts call, keys it writes besides the plan's.
+	ACL []string `json:"acl,omitempty"`
 	// Steps it reports, where step faults can stop it.
 	Steps []Step `json:"steps,omitempty"`
 	// Options it takes (lock.client.options), each with one line of doc.
@@ -79,7 +85,7 @@ var load = sync.OnceValues(func() (map[string]Manifest, error) {
 		return nil, err
 	}
 	for _, d := range dirs {
-		if !d.IsDir() {
+		if !d.IsDir() || strings.HasPrefix(d.Name(), "_") {
 			continue
 		}
 		b, err := files.ReadFile(path.Join(d.Name(), "client.json"))
@@ -97,6 +103,14 @@ var load = sync.OnceValues(func() (map[string]Manifest, error) {
 			m.Kind = "lock"
 		}
 		m.shipped = true
+		for _, f := range m.Shared {
+			if _, err := fs.Stat(files, f); err != nil || !strings.HasPrefix(f, "_") {
+				return nil, fmt.Errorf("clients: %s/client.json: shared file %q: not a file under a clients/_… directory", d.Name(), f)
+			}
+			if exists(files, path.Join(d.Name(), path.Base(f))) {
+				return nil, fmt.Errorf("clients: %s/client.json: shared file %q has the name of one of the client's own files", d.Name(), f)
+			}
+		}
 		out[m.Name] = m
 	}
 	return out, nil
@@ -159,8 +173,12 @@ func (m Manifest) Install() (Installed, error) {
 	if err != nil {
 		return Installed{}, err
 	}
-	for _, n := range names {
-		b, _ := fs.ReadFile(sub, n)
+	for _, n := range append(names, m.Shared...) {
+		src := fs.FS(sub)
+		if slices.Contains(m.Shared, n) {
+			src = files
+		}
+		b, _ := fs.ReadFile(src, n)
 		fmt.Fprintf(h, "%s %d\n", n, len(b))
 		h.Write(b)
 	}
@@ -179,7 +197,7 @@ func (m Manifest) Install() (Installed, error) {
 		if err != nil {
 			return Installed{}, fmt.Errorf("install client %s: %w", m.Name, err)
 		}
-		if err := os.CopyFS(tmp, sub); err != nil {
+		if err := copyFiles(tmp, sub, m.Shared); err != nil {
 			os.RemoveAll(tmp)
 			return Installed{}, fmt.Errorf("install client %s: %w", m.Name, err)
 		}
@@ -193,12 +211,6 @@ func (m Manifest) Install() (Installed, error) {
 	cmd := make([]string, len(m.Command))
 	for i, a := range m.Command {
 		switch {
-		case a == Self:
-			self, err := os.Executable()
-			if err != nil {
-				return Installed{}, fmt.Errorf("client %s: find tumbler: %w", m.Name, err)
-			}
-			cmd[i] = self
 		case !filepath.IsAbs(a) && i > 0 && exists(sub, a):
 			cmd[i] = filepath.Join(dir, a)
 		default:
@@ -206,6 +218,23 @@ func (m Manifest) Install() (Installed, error) {
 		}
 	}
 	return Installed{Dir: dir, Command: cmd, Env: m.Env}, nil
+}
+
+// copyFiles writes the client's own files and its shared ones into dir.
+func copyFiles(dir string, own fs.FS, shared []string) error {
+	if err := os.CopyFS(dir, own); err != nil {
+		return err
+	}
+	for _, f := range shared {
+		b, err := files.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, path.Base(f)), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func exists(fsys fs.FS, name string) bool {

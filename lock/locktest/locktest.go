@@ -30,6 +30,11 @@ type Suite struct {
 	Exclude map[string]string
 	// TTL for the timing tests; default 400 ms.
 	TTL time.Duration
+	// NoValidity: the lock does not expose a validity to its caller (a
+	// client whose library says only "held", lock/protocol's leases without
+	// valid_until_ns), so its leases are held until released: ValidUntil
+	// must be far in the future (lock.NoExpiry), not within the TTL.
+	NoValidity bool
 }
 
 // Names of the tests in the suite, for Exclude.
@@ -117,7 +122,12 @@ func (s Suite) leaseFields(t *testing.T) {
 	if lease.Start.Before(before) || lease.Start.After(after) {
 		t.Fatalf("lease start %v outside the acquire call [%v, %v]", lease.Start, before, after)
 	}
-	if !lease.ValidUntil.After(lease.Start) || lease.ValidUntil.After(lease.Start.Add(s.TTL)) {
+	switch {
+	case s.NoValidity:
+		if far := lease.Start.Add(365 * 24 * time.Hour); lease.ValidUntil.Before(far) {
+			t.Fatalf("ValidUntil %v: a lock that exposes no validity is held until released, want lock.NoExpiry (after %v)", lease.ValidUntil, far)
+		}
+	case !lease.ValidUntil.After(lease.Start) || lease.ValidUntil.After(lease.Start.Add(s.TTL)):
 		t.Fatalf("ValidUntil %v not within (start, start+TTL] = (%v, %v]", lease.ValidUntil, lease.Start, lease.Start.Add(s.TTL))
 	}
 	if err := l.Release(Context(t), lease); err != nil {
