@@ -93,7 +93,7 @@ func authCycle(t *testing.T, name string, servers []*redistest.Server, creds *ac
 	if err != nil {
 		t.Fatalf("acquire: %v", err)
 	}
-	if _, ok := cases[name].exclude[locktest.Extend]; !ok {
+	if _, ok := m.Conform.Deviations[locktest.Extend]; !ok {
 		if held, err = l.Extend(ctx, held); err != nil {
 			t.Fatalf("extend: %v", err)
 		}

@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/tumbler-dev/tumbler/lock/conform"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -65,11 +66,25 @@ type Manifest struct {
 	Steps []Step `json:"steps,omitempty"`
 	// Options it takes (lock.client.options), each with one line of doc.
 	Options map[string]string `json:"options,omitempty"`
-	Doc     string            `json:"doc"`
+	// Conform is what the conformance checks (package lock/conform, `tumbler
+	// conform`) must know of the library.
+	Conform Conform `json:"conform,omitzero"`
+	Doc     string  `json:"doc"`
 	// Source is where the library documents what the client drives.
 	Source string `json:"source"`
 
 	shipped bool // one of this package's, with files to install
+}
+
+// Conform is what the conformance checks must know of a client's library.
+type Conform struct {
+	// TTLMS is the TTL of the timing checks, for a library that takes whole
+	// seconds (0: the checks' own).
+	TTLMS int64 `json:"ttl_ms,omitempty"`
+	// Deviations are the checks a documented property of the library
+	// breaks, by name (lock/conform), each with the property and where it
+	// is documented or shown (a test of the client's own proves each).
+	Deviations map[string]string `json:"deviations,omitempty"`
 }
 
 // Step is a step a client reports: inside an acquire (Acquiring) or a release.
@@ -101,6 +116,11 @@ var load = sync.OnceValues(func() (map[string]Manifest, error) {
 		}
 		if m.Kind == "" {
 			m.Kind = "lock"
+		}
+		for check := range m.Conform.Deviations {
+			if !slices.ContainsFunc(conform.Checks, func(c conform.Check) bool { return c.Name == check }) {
+				return nil, fmt.Errorf("clients: %s/client.json: conform.deviations names %q, which is no conformance check", d.Name(), check)
+			}
 		}
 		m.shipped = true
 		for _, f := range m.Shared {

@@ -18,69 +18,6 @@ import (
 	"github.com/tumbler-dev/tumbler/lock/protocol"
 )
 
-// clientCase is what the tests must know of a shipped client's library.
-type clientCase struct {
-	// ttl for the suite's timing tests (whole seconds for a library that
-	// takes whole seconds); 0: the suite's default.
-	ttl time.Duration
-	// noValidity: the library exposes no validity (manifest validity false).
-	noValidity bool
-	// exclude: suite tests a documented property of the library breaks,
-	// each proven by a test of its own below.
-	exclude map[string]string
-}
-
-const (
-	symfonyReleaseOK = "Symfony's release() reports success for a lease it no longer holds (RedisStore::delete's script returns false, which Lock::release ignores; exists() is then false): TestReleaseOfALeaseNotHeldReportsSuccess"
-	symfonyValidity  = "Symfony counts a lease's validity from its refresh (Lock::acquire saves, then refresh() resets the Key's lifetime and reduces it to the TTL from that moment), not from before the acquire, so ValidUntil passes Start+TTL by the save's round trip: TestSymfonyValidityCountsFromTheRefresh"
-	toozHeart        = "tooz's heartbeat thread renews every lock the process holds, so a lease outlives its TTL until the process stops: TestToozHeartbeatKeepsTheLock"
-)
-
-// cases: one per shipped client; TestEveryClientHasACase keeps it complete.
-var cases = map[string]clientCase{
-	"reference": {noValidity: true},
-	"redis-py":  {noValidity: true},
-	"symfony": {exclude: map[string]string{
-		locktest.LeaseFields:   symfonyValidity,
-		locktest.ReleaseOthers: symfonyReleaseOK,
-		locktest.Expiry:        symfonyReleaseOK,
-	}},
-	"symfony-combined": {exclude: map[string]string{
-		locktest.LeaseFields:   symfonyValidity,
-		locktest.ReleaseOthers: symfonyReleaseOK,
-		locktest.Expiry:        symfonyReleaseOK,
-	}},
-	"laravel": {ttl: time.Second, noValidity: true, exclude: map[string]string{
-		locktest.Extend: "Laravel 8's locks cannot be extended (Illuminate\\Contracts\\Cache\\Lock has no such call): TestLaravelCannotExtend",
-	}},
-	"tooz": {ttl: time.Second, noValidity: true, exclude: map[string]string{
-		locktest.Expiry: toozHeart,
-		locktest.Extend: toozHeart,
-	}},
-}
-
-func TestEveryClientHasACase(t *testing.T) {
-	for _, name := range clients.Names() {
-		m, err := clients.Lookup(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, ok := cases[name]
-		if !ok {
-			t.Errorf("shipped client %s has no case in clients_test.go: add what the tests must know of its library", name)
-			continue
-		}
-		if c.noValidity == m.Validity {
-			t.Errorf("client %s: its manifest says validity %v, its test case noValidity %v", name, m.Validity, c.noValidity)
-		}
-	}
-	for name := range cases {
-		if _, err := clients.Lookup(name); err != nil {
-			t.Errorf("test case %s: %v", name, err)
-		}
-	}
-}
-
 // nodeCount is how many servers a client locks over: every node of an
 // independent topology for a Redlock, else one.
 func nodeCount(m clients.Manifest) int {
@@ -207,14 +144,13 @@ func TestConformance(t *testing.T) {
 	for _, name := range clients.Names() {
 		t.Run(name, func(t *testing.T) {
 			m, _ := clients.Lookup(name)
-			c := cases[name]
 			locktest.Suite{
 				New: func(t testing.TB, key string, ttl time.Duration) lock.Locker {
 					return locker(t, start(t, name, initFor(m, servers, key, ttl, nil)), key)
 				},
-				Exclude:    c.exclude,
-				TTL:        c.ttl,
-				NoValidity: c.noValidity,
+				Exclude:    m.Conform.Deviations,
+				TTL:        time.Duration(m.Conform.TTLMS) * time.Millisecond,
+				NoValidity: !m.Validity,
 			}.Run(t)
 		})
 	}

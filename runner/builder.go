@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -40,9 +41,15 @@ type ClientLock struct {
 	ClientLog string   `json:"client_log,omitempty"`
 }
 
-// clientLockSpec marshals the ClientLock of one client.
-func clientLockSpec(spec variants.Spec, view cluster.ClientView, readTimeout time.Duration, discovery string) (json.RawMessage, error) {
-	return json.Marshal(ClientLock{Lock: spec, View: view, ReadTimeout: readTimeout, Discovery: discovery})
+// clientLock is client i's ClientLock: its lock, its view of the cluster
+// and, for a lock client program, the keys it will lock (keys) and where
+// its log goes (under the run directory dir).
+func (p Plan) clientLock(i int, view cluster.ClientView, keys []string, dir string) ClientLock {
+	cl := ClientLock{Lock: p.clientLockSpec(i), View: view, ReadTimeout: p.readTimeout(), Discovery: p.Lock.Discovery}
+	if p.Lock.Client != nil {
+		cl.Keys, cl.ClientLog = keys, filepath.Join(dir, "clients", fmt.Sprintf("client-%d.log", i))
+	}
+	return cl
 }
 
 // buildClientLocks makes one client's Redis connections (through its own

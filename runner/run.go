@@ -220,13 +220,17 @@ func (r *run) execute(ctx context.Context) (err error) {
 	if err := c.CheckClients(ctx); err != nil {
 		return accessErr(err)
 	}
+	plain, err := p.workloadConfig(nil)
+	if err != nil {
+		return fmt.Errorf("%w: workload: %w", ErrPlan, err)
+	}
 	specs := make([]json.RawMessage, p.Workload.Clients)
 	for i := range specs {
 		view, verr := c.ClientView(i)
 		if verr != nil {
 			return verr
 		}
-		if specs[i], err = clientLockSpec(p.clientLockSpec(i), view, p.readTimeout(), p.Lock.Discovery); err != nil {
+		if specs[i], err = json.Marshal(p.clientLock(i, view, plain.AllKeys(), r.dir)); err != nil {
 			return err
 		}
 	}

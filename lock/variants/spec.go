@@ -91,7 +91,12 @@ func (s Spec) Validate() error {
 	if err := s.validateInner(info); err != nil {
 		return err
 	}
-	info, _ = s.Info() // a wrapper's inner variant is known by now
+	if s.Client != nil && !info.Program {
+		return field.Errorf("client", "%v applies only to %s, not %s", field.Self, ClientVariant, s.Variant)
+	}
+	if info, err = s.Info(); err != nil { // a wrapper's inner variant, a program's manifest
+		return err
+	}
 	for _, o := range specificSettings {
 		if o.set(s.Options) && !slices.Contains(info.Accepts, o.name) {
 			takers := With(func(i Info) bool { return slices.Contains(i.Accepts, o.name) })
