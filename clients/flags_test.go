@@ -8,10 +8,10 @@ import (
 
 func TestSplitCommand(t *testing.T) {
 	for in, want := range map[string][]string{
-		`python3 client.py`:                {"python3", "client.py"},
+		`python3 client.py`:                  {"python3", "client.py"},
 		`  php  'my client.php'  --x="a b" `: {"php", "my client.php", "--x=a b"},
-		`a\ b "c\"d" 'e\f'`:                 {"a b", `c"d`, `e\f`},
-		`""`:                                {""},
+		`a\ b "c\"d" 'e\f'`:                  {"a b", `c"d`, `e\f`},
+		`""`:                                 {""},
 	} {
 		got, err := SplitCommand(in)
 		if err != nil || !reflect.DeepEqual(got, want) {

@@ -15,8 +15,8 @@ package variants
 
 import (
 	"fmt"
-	"slices"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
