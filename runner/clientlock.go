@@ -10,14 +10,25 @@ import (
 	"github.com/tumbler-dev/tumbler/internal/clockshim"
 	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/lock/protocol"
+	"github.com/tumbler-dev/tumbler/lock/variants"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
 
 // protocolLocks runs the client's lock client program (a real lock
 // library, over the lock client protocol) and makes its locks over it.
-// The program runs in this process's group — a client worker's — with the
-// clock shim, so client pauses, crashes and clock faults reach it.
 func protocolLocks(cl ClientLock) (workloads.Factory, func() error, error) {
+	p, closeFn, err := startProgram(cl)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p.Primitive, closeFn, nil
+}
+
+// startProgram starts the client's lock client program. It runs in this
+// process's group — a client worker's — with the clock shim, so client
+// pauses, crashes and clock faults reach it; its stderr goes to
+// cl.ClientLog.
+func startProgram(cl ClientLock) (*protocol.Process, func() error, error) {
 	m, err := cl.Lock.Client.Manifest()
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: lock client: %w", lock.ErrConfig, err)
@@ -49,14 +60,25 @@ func protocolLocks(cl ClientLock) (workloads.Factory, func() error, error) {
 		}
 		return nil, nil, err
 	}
-	closeAll := func() error {
+	return p, func() error {
 		err := p.Close()
 		if logFile != nil {
 			logFile.Close()
 		}
 		return err
+	}, nil
+}
+
+// clientACL is what a run's ACL user may do: what tumbler's own locks
+// need, and what a lock client program's library needs besides.
+func (p Plan) clientACL() []string {
+	acl := variants.ACL(workloads.DefaultKeyPrefix)
+	if p.Lock.Client != nil {
+		if m, err := p.Lock.Client.Manifest(); err == nil {
+			acl = append(acl, m.ACL...)
+		}
 	}
-	return p.Primitive, closeAll, nil
+	return acl
 }
 
 // protocolInit is the init a client program gets: the client's own view

@@ -23,7 +23,6 @@ import (
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/history"
-	"github.com/tumbler-dev/tumbler/lock/variants"
 	"github.com/tumbler-dev/tumbler/nemesis"
 	"github.com/tumbler-dev/tumbler/reports"
 	"github.com/tumbler-dev/tumbler/workloads"
@@ -192,7 +191,7 @@ func (r *run) execute(ctx context.Context) (err error) {
 	c, err := cluster.Start(ctx, cluster.Spec{
 		Topology: p.Topology, Clients: p.Workload.Clients, Persistence: p.Persistence,
 		Clock: p.nemesisPlan().NeedsNodeClock(), Dir: filepath.Join(r.dir, "cluster"), Provider: provider,
-		APIAddr: r.opts.ToxiproxyAPI, Access: acc, ClientACL: variants.ACL(workloads.DefaultKeyPrefix),
+		APIAddr: r.opts.ToxiproxyAPI, Access: acc, ClientACL: p.clientACL(),
 		Server: p.Server, NodeArgs: p.nodeArgs(), DownAfter: p.span(p.SentinelDownAfter),
 	})
 	if err != nil {

@@ -35,8 +35,8 @@ type Config struct {
 	Init Init
 	// Log receives the program's stderr (nil: discarded).
 	Log io.Writer
-	// Grace is added to a call's own budget to bound its reply (0: twice
-	// the init's read timeout plus one second).
+	// Grace is added to a call's own budget to bound its reply (0:
+	// DefaultGrace).
 	Grace time.Duration
 	// InitTimeout bounds the reply to init (0: 10 s).
 	InitTimeout time.Duration
@@ -98,7 +98,7 @@ func Start(cfg Config) (*Process, error) {
 		return nil, fmt.Errorf("%w: client %s: %w", lock.ErrConfig, cfg.Name, err)
 	}
 	if cfg.Grace <= 0 {
-		cfg.Grace = 2*time.Duration(cfg.Init.ReadTimeoutMS)*time.Millisecond + time.Second
+		cfg.Grace = DefaultGrace(cfg.Init)
 	}
 	if cfg.InitTimeout <= 0 {
 		cfg.InitTimeout = 10 * time.Second
@@ -123,6 +123,18 @@ func Start(cfg Config) (*Process, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// DefaultGrace is how long past a call's own budget a client may take to
+// answer: two read timeouts per server it may have to wait on (a library
+// that asks nodes one after the other, a Sentinel asked first), plus one
+// second. A library that honours its read timeout always answers in time.
+func DefaultGrace(in Init) time.Duration {
+	servers := max(1, len(in.Sentinels))
+	if in.Connect == ConnectNodes {
+		servers = len(in.Nodes)
+	}
+	return time.Duration(2*servers)*time.Duration(in.ReadTimeoutMS)*time.Millisecond + time.Second
 }
 
 // ErrInit is a client's refusal of its init: the settings it was given do
