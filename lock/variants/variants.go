@@ -379,6 +379,14 @@ func With(trait func(Info) bool) []string {
 	return out
 }
 
+// BuiltHere lists the variants Build and BuildPrimitive make, in
+// registration order:
+// every one but a lock client program's (Info.Program), which the runner
+// starts and drives over the lock client protocol.
+func BuiltHere() []string {
+	return With(func(i Info) bool { return !i.Program })
+}
+
 // Lookup returns the variant's Info, or an error listing the valid names.
 func Lookup(name string) (Info, error) {
 	mu.RLock()
