@@ -22,6 +22,12 @@ const (
 	stays = "stays"
 	// refuses: its init refuses connect sentinel.
 	refuses = "refuses"
+	// sometimes: it asks the Sentinels again only after some errors (Laravel
+	// reconnects when php-redis says the server "went away", not after a
+	// "read error"); which one a failover brings is a matter of timing, so
+	// it may or may not reach the new primary — through its own proxy when
+	// it does.
+	sometimes = "sometimes"
 )
 
 var sentinelMode = map[string]string{
@@ -29,7 +35,7 @@ var sentinelMode = map[string]string{
 	"redis-py":         follows,
 	"tooz":             follows,
 	"symfony":          stays,
-	"laravel":          stays,
+	"laravel":          sometimes,
 	"symfony-combined": refuses,
 }
 
@@ -106,14 +112,18 @@ func TestSentinelFailover(t *testing.T) {
 	for name, l := range lockers {
 		t.Run(name, func(t *testing.T) {
 			wait := 20 * time.Second // clients that follow reach r1 at their next call
-			if sentinelMode[name] == stays {
+			if sentinelMode[name] != follows {
 				wait = 6 * time.Second
 			}
 			reached := acquireWithin(t, l, wait)
 			switch sentinelMode[name] {
-			case follows:
-				if !reached {
+			case follows, sometimes:
+				if !reached && sentinelMode[name] == follows {
 					t.Fatalf("%s asks the Sentinels on every reconnect, yet did not reach the new primary within 20 s", name)
+				}
+				if !reached {
+					t.Logf("%s did not ask the Sentinels again this time", name)
+					return
 				}
 				if err := c.Cut(cluster.Reset, cluster.Both, cluster.ClientLink(0, "r1")); err != nil {
 					t.Fatal(err)
