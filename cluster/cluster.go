@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tumbler-dev/tumbler/internal/clockshim"
 	"net"
 	"net/http"
 	"os"
@@ -193,7 +194,7 @@ func Start(ctx context.Context, spec Spec) (*Cluster, error) {
 			}
 		}
 		if spec.Clock {
-			if _, err := BuildClockShim(); err != nil {
+			if _, err := clockshim.Build(); err != nil {
 				return nil, fmt.Errorf("cluster: %w", err)
 			}
 		}

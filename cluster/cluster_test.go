@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tumbler-dev/tumbler/internal/clockshim"
 	"io"
 	"net"
 	"net/http"
@@ -188,7 +189,7 @@ func TestMissingToolsNameDebianPackages(t *testing.T) {
 	if _, err := lookBinary("redis-sentinel"); err == nil || !strings.Contains(err.Error(), "Debian package redis-sentinel") {
 		t.Errorf("without redis-sentinel: %v", err)
 	}
-	if _, err := compileClockShim(t.TempDir()); err == nil || !strings.Contains(err.Error(), "Debian package gcc") {
+	if _, err := clockshim.Compile(t.TempDir()); err == nil || !strings.Contains(err.Error(), "Debian package gcc") {
 		t.Errorf("without cc: %v", err)
 	}
 }

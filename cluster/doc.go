@@ -54,8 +54,8 @@
 //
 // # Clock shim
 //
-// clockshim/clockshim.c is an LD_PRELOAD library, compiled with cc on first
-// use and cached (BuildClockShim). It shifts CLOCK_REALTIME(_COARSE),
+// The clock shim (package internal/clockshim) is an LD_PRELOAD library, compiled with cc on first
+// use and cached (clockshim.Build). It shifts CLOCK_REALTIME(_COARSE),
 // gettimeofday and time by an offset read from a per-node file mapped into
 // memory, so SetClock takes effect at the node's next clock read; monotonic
 // clocks are untouched. Redis expires keys by gettimeofday, so a forward

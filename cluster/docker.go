@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/tumbler-dev/tumbler/internal/clockshim"
 	"io"
 	"net"
 	"net/netip"
@@ -255,12 +256,12 @@ func (d *DockerProvider) Start(ctx context.Context, s ProcSpec) (string, error) 
 	env := map[string]string{}
 	if s.Clock && d.shim != "" {
 		if c.clk == nil {
-			if c.clk, err = openClockFile(filepath.Join(dir, "clock")); err != nil {
+			if c.clk, err = clockshim.Open(filepath.Join(dir, "clock")); err != nil {
 				return "", fmt.Errorf("start %s: %w", s.Name, err)
 			}
 		}
 		env["LD_PRELOAD"] = d.shim
-		env[ClockShimEnv] = dockerMount + "/clock"
+		env[clockshim.Env] = dockerMount + "/clock"
 	}
 	if err := d.remove(ctx, c); err != nil {
 		return "", fmt.Errorf("start %s: %w", s.Name, err)
@@ -578,7 +579,7 @@ func (d *DockerProvider) Close() error {
 	defer cancel()
 	err := removeRun(ctx, d.cli, d.run)
 	for _, c := range ctrs {
-		if cerr := c.clk.close(); cerr != nil {
+		if cerr := c.clk.Close(); cerr != nil {
 			err = errors.Join(err, cerr)
 		}
 		c.id = ""

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tumbler-dev/tumbler/internal/clockshim"
 	"io"
 	"os"
 	"os/exec"
@@ -81,7 +82,7 @@ func ServerImage(server Server) string {
 	_, _, recipe := imageRecipe(server)
 	h := sha256.New()
 	h.Write([]byte(recipe))
-	h.Write(clockShimSource)
+	h.Write(clockshim.Source())
 	return "tumbler/" + server.Name() + ":" + hex.EncodeToString(h.Sum(nil))[:12]
 }
 
@@ -189,7 +190,7 @@ func buildServerImage(ctx context.Context, cli *testcontainers.DockerClient, ser
 	if err != nil {
 		return errors.New("tar not found on PATH: install the Debian package tar")
 	}
-	shim, err := BuildClockShim()
+	shim, err := clockshim.Build()
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tumbler-dev/tumbler/internal/clockshim"
 	"net"
 	"os"
 	"os/exec"
@@ -158,7 +159,7 @@ func (pr *proc) prepare(s ProcSpec) error {
 	}
 	pr.log = filepath.Join(pr.dir, s.logName())
 	if s.Clock && pr.clk == nil {
-		clk, err := openClockFile(filepath.Join(pr.dir, "clock"))
+		clk, err := clockshim.Open(filepath.Join(pr.dir, "clock"))
 		if err != nil {
 			return fmt.Errorf("start %s: %w", s.Name, err)
 		}
@@ -190,11 +191,11 @@ func (p *ProcessProvider) launch(ctx context.Context, pr *proc, bin string, s Pr
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
 	cmd.Env = os.Environ()
 	if s.Clock {
-		lib, err := BuildClockShim()
+		lib, err := clockshim.Build()
 		if err != nil {
 			return fmt.Errorf("start %s: %w", s.Name, err)
 		}
-		cmd.Env = append(cmd.Env, "LD_PRELOAD="+lib, ClockShimEnv+"="+filepath.Join(pr.dir, "clock"))
+		cmd.Env = append(cmd.Env, "LD_PRELOAD="+lib, clockshim.Env+"="+filepath.Join(pr.dir, "clock"))
 	}
 	logStart := fileSize(pr.log)
 	if err := cmd.Start(); err != nil {
@@ -412,7 +413,7 @@ func (p *ProcessProvider) Close() error {
 		}
 		pr.port.release()
 		pr.bus.release()
-		if err := pr.clk.close(); err != nil {
+		if err := pr.clk.Close(); err != nil {
 			errs = append(errs, err)
 		}
 		pr.mu.Unlock()

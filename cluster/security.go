@@ -42,14 +42,15 @@ type ServerTLS struct {
 // failure of the harness.
 var ErrAccess = errors.New("access refused")
 
-// SentinelClientACL are the rights a go-redis FailoverClient needs on a
-// Sentinel: ask for the primary and the other Sentinels, and hear of a
-// switch. The lock clients' ACL user gets exactly these on the Sentinels
-// tumbler starts.
+// SentinelClientACL are the rights a lock client needs on a Sentinel: ask
+// for the primary and the other Sentinels, and hear of a switch (go-redis's
+// FailoverClient), or list the masters (redis-py's Sentinel, which
+// discovers the primary with SENTINEL MASTERS). The lock clients' ACL user
+// gets exactly these on the Sentinels tumbler starts.
 var SentinelClientACL = []string{
 	"resetchannels", "&+switch-master", "&+replica-reconf-done",
 	"-@all", "+ping", "+subscribe", "+unsubscribe",
-	"+sentinel|get-master-addr-by-name", "+sentinel|sentinels", "+sentinel|replicas",
+	"+sentinel|get-master-addr-by-name", "+sentinel|sentinels", "+sentinel|replicas", "+sentinel|masters",
 }
 
 // security is how the cluster's servers are secured and how the harness

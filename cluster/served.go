@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"github.com/tumbler-dev/tumbler/internal/clockshim"
 	"sync"
 	"time"
 )
@@ -13,7 +14,7 @@ type served struct {
 	mu   sync.Mutex // serialises Start, Kill, Pause, Resume on this process
 	dir  string
 	log  string
-	clk  *clockFile
+	clk  *clockshim.File
 }
 
 func (s *served) setClock(offset time.Duration) error {
@@ -22,7 +23,7 @@ func (s *served) setClock(offset time.Duration) error {
 	if s.clk == nil {
 		return fmt.Errorf("set clock of %s: started without the clock shim", s.name)
 	}
-	s.clk.set(offset)
+	s.clk.Set(offset)
 	return nil
 }
 

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/access"
+	"github.com/tumbler-dev/tumbler/clients"
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/internal/tlstest"
+	"github.com/tumbler-dev/tumbler/lock/variants"
 	"github.com/tumbler-dev/tumbler/nemesis"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
@@ -44,13 +46,22 @@ func storeHolds(t *testing.T, dir, needle string) []string {
 // primary, a replica and Sentinels that fail over during the run: the
 // clients log in and work, and nothing in the whole store directory —
 // plan.json, results.json, the report, the logs, the clients' stderr, the
-// servers' directories — holds the password or the private keys.
+// servers' directories — holds the password or the private keys. The same
+// holds for a lock client program (redis-py over the protocol), which is
+// told where its secrets are and reads them itself.
 func TestSecretsNeverStored(t *testing.T) {
+	for _, lock := range []variants.Options{{Variant: "single"}, {Variant: variants.ClientVariant, Client: &clients.Spec{Name: "redis-py"}}} {
+		t.Run(lock.Label(), func(t *testing.T) { secretsNeverStored(t, lock) })
+	}
+}
+
+func secretsNeverStored(t *testing.T, lock variants.Options) {
 	certs := tlstest.Certs(t)
 	pw := "S3cret-" + t.Name() + "-9f2c"
 	t.Setenv("TUMBLER_TEST_LOCK_PW", pw)
 	p := basePlan(t, "secrets")
 	p.Topology, _ = cluster.ParseTopology("replicated:1+sentinels")
+	p.Lock.Options = lock
 	p.Access = &access.Config{
 		Client: access.Credentials{User: "locks", Password: access.Secret{Env: "TUMBLER_TEST_LOCK_PW"}},
 		TLS: &access.TLS{CAFile: certs.CA, CertFile: certs.ClientCert, KeyFile: certs.ClientKey, ServerName: tlstest.ServerName,

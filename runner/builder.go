@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -33,11 +34,22 @@ type ClientLock struct {
 	// Discovery: LockPlan.Discovery ("": Sentinel where there are
 	// Sentinels).
 	Discovery string `json:"discovery,omitempty"`
+	// Keys are the keys the client locks (a lock client program is told
+	// them up front), and ClientLog where a lock client program's stderr
+	// goes (in the run directory).
+	Keys      []string `json:"keys,omitempty"`
+	ClientLog string   `json:"client_log,omitempty"`
 }
 
-// clientLockSpec marshals the ClientLock of one client.
-func clientLockSpec(spec variants.Spec, view cluster.ClientView, readTimeout time.Duration, discovery string) (json.RawMessage, error) {
-	return json.Marshal(ClientLock{Lock: spec, View: view, ReadTimeout: readTimeout, Discovery: discovery})
+// clientLock is client i's ClientLock: its lock, its view of the cluster
+// and, for a lock client program, the keys it will lock (keys) and where
+// its log goes (under the run directory dir).
+func (p Plan) clientLock(i int, view cluster.ClientView, keys []string, dir string) ClientLock {
+	cl := ClientLock{Lock: p.clientLockSpec(i), View: view, ReadTimeout: p.readTimeout(), Discovery: p.Lock.Discovery}
+	if p.Lock.Client != nil {
+		cl.Keys, cl.ClientLog = keys, filepath.Join(dir, "clients", fmt.Sprintf("client-%d.log", i))
+	}
+	return cl
 }
 
 // buildClientLocks makes one client's Redis connections (through its own
@@ -52,6 +64,9 @@ func buildClientLocks(raw json.RawMessage) (workloads.Factory, func() error, err
 	}
 	if len(cl.View.Nodes) == 0 {
 		return nil, nil, errors.New("client lock spec: the client view lists no nodes")
+	}
+	if cl.Lock.Client != nil {
+		return protocolLocks(cl)
 	}
 	// The secret is read here, in the client, from the file or the
 	// environment the view names: the spec never holds it.

@@ -182,5 +182,5 @@ func variantPlans(t *testing.T) map[string]Plan {
 
 // builtinVariants are the variants but those tests register.
 func builtinVariants() []string {
-	return slices.DeleteFunc(variants.Names(), func(n string) bool { return strings.HasPrefix(n, registeredPrefix) })
+	return slices.DeleteFunc(variants.BuiltHere(), func(n string) bool { return strings.HasPrefix(n, registeredPrefix) })
 }

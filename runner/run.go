@@ -23,7 +23,6 @@ import (
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/history"
-	"github.com/tumbler-dev/tumbler/lock/variants"
 	"github.com/tumbler-dev/tumbler/nemesis"
 	"github.com/tumbler-dev/tumbler/reports"
 	"github.com/tumbler-dev/tumbler/workloads"
@@ -192,7 +191,7 @@ func (r *run) execute(ctx context.Context) (err error) {
 	c, err := cluster.Start(ctx, cluster.Spec{
 		Topology: p.Topology, Clients: p.Workload.Clients, Persistence: p.Persistence,
 		Clock: p.nemesisPlan().NeedsNodeClock(), Dir: filepath.Join(r.dir, "cluster"), Provider: provider,
-		APIAddr: r.opts.ToxiproxyAPI, Access: acc, ClientACL: variants.ACL(workloads.DefaultKeyPrefix),
+		APIAddr: r.opts.ToxiproxyAPI, Access: acc, ClientACL: p.clientACL(),
 		Server: p.Server, NodeArgs: p.nodeArgs(), DownAfter: p.span(p.SentinelDownAfter),
 	})
 	if err != nil {
@@ -220,13 +219,17 @@ func (r *run) execute(ctx context.Context) (err error) {
 	if err := c.CheckClients(ctx); err != nil {
 		return accessErr(err)
 	}
+	plain, err := p.workloadConfig(nil)
+	if err != nil {
+		return fmt.Errorf("%w: workload: %w", ErrPlan, err)
+	}
 	specs := make([]json.RawMessage, p.Workload.Clients)
 	for i := range specs {
 		view, verr := c.ClientView(i)
 		if verr != nil {
 			return verr
 		}
-		if specs[i], err = clientLockSpec(p.clientLockSpec(i), view, p.readTimeout(), p.Lock.Discovery); err != nil {
+		if specs[i], err = json.Marshal(p.clientLock(i, view, plain.AllKeys(), r.dir)); err != nil {
 			return err
 		}
 	}

@@ -16,6 +16,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if IsGoClient() {
+		GoClientMain()
+	}
 	if workloads.IsWorker() {
 		workloads.WorkerMain()
 		return

@@ -14,6 +14,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if runner.IsGoClient() {
+		runner.GoClientMain()
+	}
 	if workloads.IsWorker() {
 		workloads.WorkerMain()
 		return

@@ -278,6 +278,22 @@ func (c Config) withDefaults() Config {
 // Key is the name of key i.
 func (c Config) Key(i int) string { return fmt.Sprintf("%s%d", c.withDefaults().KeyPrefix, i) }
 
+// AllKeys are every key the workload's clients may lock: Keys of them, or
+// for the latch workload one per round of the time limit.
+func (c Config) AllKeys() []string {
+	n := c.Keys
+	if c.Kind == Latch && c.Latch != nil {
+		if round := c.span(c.Latch.Round); round > 0 {
+			n = int(c.TimeLimit/round) + 1
+		}
+	}
+	out := make([]string, max(n, 1))
+	for i := range out {
+		out[i] = c.Key(i)
+	}
+	return out
+}
+
 // readFraction is client i's share of read cycles.
 func (c Config) readFraction(i int) float64 {
 	if i < len(c.ClientReadFraction) {

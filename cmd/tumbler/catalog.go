@@ -4,20 +4,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tumbler-dev/tumbler/checker"
+	"github.com/tumbler-dev/tumbler/clients"
 	"github.com/tumbler-dev/tumbler/runner"
 	"github.com/tumbler-dev/tumbler/scenarios"
 )
 
 func (a *app) listCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "list",
-		Short: "List the catalog of documented failure modes",
+	var listClients bool
+	cmd := &cobra.Command{
+		Use:   "list [--clients]",
+		Short: "List the catalog of documented failure modes (or the shipped lock clients)",
 		Long: `list prints every row of the scenario catalog: its lock, topology, the verdict
 it must give, where the failure mode is documented, and its status — "holds",
 or "not reproduced: <reason>" for a row that does not yet give its expected
@@ -26,6 +29,9 @@ verdict on every seed.`,
   tumbler reproduce single-failover`,
 		Args: noArgs,
 		RunE: func(*cobra.Command, []string) error {
+			if listClients {
+				return a.listClients()
+			}
 			tw := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tLOCK\tTOPOLOGY\tEXPECTED\tSOURCE\tSTATUS")
 			for _, s := range scenarios.All() {
@@ -42,6 +48,43 @@ verdict on every seed.`,
 			return tw.Flush()
 		},
 	}
+	cmd.Flags().BoolVar(&listClients, "clients", false, "list the shipped lock clients (--lock client:NAME) instead: library, what its leases carry, its options")
+	return cmd
+}
+
+// listClients prints the shipped lock clients.
+func (a *app) listClients() error {
+	tw := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tLIBRARY\tLEASES CARRY\tSTEPS\tOPTIONS\tDOC")
+	for _, name := range clients.Names() {
+		m, err := clients.Lookup(name)
+		if err != nil {
+			return err
+		}
+		carry := []string{"owner token"}
+		if m.Fencing {
+			carry = append(carry, "fencing token")
+		}
+		if m.Validity {
+			carry = append(carry, "validity")
+		} else {
+			carry = append(carry, "no validity")
+		}
+		var steps, opts []string
+		for _, st := range m.Steps {
+			steps = append(steps, st.Name)
+		}
+		for o := range m.Options {
+			opts = append(opts, o)
+		}
+		sort.Strings(opts)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, m.Library, strings.Join(carry, ", "), strings.Join(steps, ", "), strings.Join(opts, ", "), m.Doc)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(a.stdout, "\nRun one with --lock client:NAME (and --client-option key=value); check one with tumbler conform --client NAME. A program of your own: --client-cmd (clients/PROTOCOL.md).")
+	return nil
 }
 
 // rowResult is one run of a row in reproduce --json.

@@ -19,6 +19,7 @@ import (
 	"os"
 	"runtime/debug"
 
+	"github.com/tumbler-dev/tumbler/runner"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
 
@@ -31,6 +32,11 @@ import (
 const memoryLimit = 900 << 20
 
 func main() {
+	// tumbler's own locks as a lock client program (a client worker's
+	// child: check it before IsWorker, whose variable it inherits).
+	if runner.IsGoClient() {
+		runner.GoClientMain()
+	}
 	// Clients run as re-executions of this binary.
 	if workloads.IsWorker() {
 		workloads.WorkerMain()

@@ -29,6 +29,9 @@ import (
 // TestMain doubles as a client process: in-process runs of the command
 // re-execute this test binary for their clients.
 func TestMain(m *testing.M) {
+	if runner.IsGoClient() {
+		runner.GoClientMain()
+	}
 	if workloads.IsWorker() {
 		workloads.WorkerMain()
 		return

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tumbler-dev/tumbler/clients"
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/internal/field"
 	"github.com/tumbler-dev/tumbler/lock"
@@ -31,6 +32,7 @@ type planFlags struct {
 	plan   runner.Plan
 	draw   runner.Draw
 	nodes  int
+	client clients.Spec // --lock client:NAME, --client-cmd, --client-option
 	target targetFlags
 	fields []*planFlag
 	// shaping names the flags that say what the run does: they conflict
@@ -66,7 +68,10 @@ func (f *planFlags) bind(fs *pflag.FlagSet) {
 
 	f.str(fs, &p.Name, "name", "name", "", "name of the run (its directory under the store; default adhoc-<lock>)")
 	fs.Int64Var(&p.Seed, "seed", 0, "seed of the fault schedule and the clients' draws (default: a random one, printed)")
-	f.str(fs, &l.Variant, "lock", "lock.variant", runner.DefaultLock, "lock under test: "+strings.Join(variants.Names(), ", "))
+	f.str(fs, &l.Variant, "lock", "lock.variant", runner.DefaultLock, "lock under test: "+strings.Join(variants.Names(), ", ")+
+		"; client:NAME for a shipped lock client ("+strings.Join(clients.Names(), ", ")+")")
+	f.value(fs, clients.CommandFlag{C: &f.client.Command}, "client-cmd", "lock.client.command", "a lock client program of your own, as a command line: it speaks the lock client protocol (clients/PROTOCOL.md); implies --lock client")
+	f.value(fs, clients.OptionsFlag{O: &f.client.Options}, "client-option", "lock.client.options", "an option of the lock client's library, key=value (the value JSON, or a string); repeat it for more")
 	f.str(fs, &l.Inner, "inner", "lock.inner", "", "the lock a watchdog wraps (--lock watchdog; default single)")
 	f.int(fs, &l.WaitReplicas, "wait-replicas", "lock.wait_replicas", "after acquiring, WAIT for this many replicas or release and fail (single, fenced)")
 	f.value(fs, span(&l.WaitTimeout), "wait-timeout", "lock.wait_timeout", "how long WAIT waits for the replicas").zero = "a positive duration (WAIT with 0 blocks forever)"
@@ -155,8 +160,11 @@ func (f *planFlags) template(fs *pflag.FlagSet) (runner.Plan, error) {
 		}
 		p.Topology = cluster.Topology{Kind: cluster.Independent, N: f.nodes}
 	}
+	if err := f.clientLock(fs, &p); err != nil {
+		return runner.Plan{}, err
+	}
 	if !fs.Changed("name") {
-		p.Name = "adhoc-" + p.Lock.Variant
+		p.Name = "adhoc-" + strings.ReplaceAll(p.Lock.Label(), ":", "-")
 	}
 	t, err := f.target.target()
 	if err != nil {
@@ -174,6 +182,28 @@ func (f *planFlags) template(fs *pflag.FlagSet) (runner.Plan, error) {
 		return runner.Plan{}, f.explain(fs, err)
 	}
 	return p, f.explain(fs, f.draw.Validate())
+}
+
+// clientLock puts the lock client the flags name into the plan: --lock
+// client:NAME (a shipped client), --client-cmd (a program of your own,
+// --lock client implied) and --client-option.
+func (f *planFlags) clientLock(fs *pflag.FlagSet, p *runner.Plan) error {
+	if name, ok := strings.CutPrefix(p.Lock.Variant, variants.ClientVariant+":"); ok {
+		p.Lock.Variant, f.client.Name = variants.ClientVariant, name
+	}
+	given := fs.Changed("client-cmd") || fs.Changed("client-option")
+	if fs.Changed("client-cmd") && !fs.Changed("lock") {
+		p.Lock.Variant = variants.ClientVariant
+	}
+	if p.Lock.Variant != variants.ClientVariant {
+		if given {
+			return fmt.Errorf("%w: --client-cmd and --client-option are for a lock client (--lock client:NAME or --client-cmd), not --lock %s", runner.ErrPlan, p.Lock.Variant)
+		}
+		return nil
+	}
+	c := f.client
+	p.Lock.Client = &c
+	return nil
 }
 
 // build is the template with its seed (drawn when --seed is not given:

@@ -41,7 +41,7 @@ func aclCycle(t *testing.T, addr, user, pw string, round int) (noperm []string, 
 	t.Helper()
 	login := func(o *redis.Options) { o.Username, o.Password = user, pw }
 	specs := []Spec{{Options: Options{Variant: "single", WaitReplicas: 1, WaitTimeout: spans.Fixed(10 * time.Millisecond)}, TTL: time.Second}}
-	for _, n := range Names() {
+	for _, n := range BuiltHere() {
 		if n == "rueidislock" {
 			// Not under ACL: rueidislock's own client needs CLIENT TRACKING
 			// and keys under its own prefix ("rueidislock:<i>:<key>"), rights

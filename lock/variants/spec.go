@@ -8,6 +8,7 @@ import (
 	"github.com/go-redsync/redsync/v4"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tumbler-dev/tumbler/clients"
 	"github.com/tumbler-dev/tumbler/internal/field"
 	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/lock/adapters"
@@ -45,6 +46,10 @@ type Options struct {
 	Permits int `json:"permits,omitempty"`
 	// ThreadWaitTime is the fair lock's threadWaitTime (0: Redisson's 5 s).
 	ThreadWaitTime spans.Span `json:"thread_wait_time,omitzero"`
+	// Client is the lock client program of variant "client": a real lock
+	// library, in any language, driven over the lock client protocol
+	// (clients/PROTOCOL.md).
+	Client *clients.Spec `json:"client,omitempty"`
 }
 
 // Resolve is o with every relative span resolved against ttl: a client
@@ -86,7 +91,12 @@ func (s Spec) Validate() error {
 	if err := s.validateInner(info); err != nil {
 		return err
 	}
-	info, _ = s.Info() // a wrapper's inner variant is known by now
+	if s.Client != nil && !info.Program {
+		return field.Errorf("client", "%v applies only to %s, not %s", field.Self, ClientVariant, s.Variant)
+	}
+	if info, err = s.Info(); err != nil { // a wrapper's inner variant, a program's manifest
+		return err
+	}
 	for _, o := range specificSettings {
 		if o.set(s.Options) && !slices.Contains(info.Accepts, o.name) {
 			takers := With(func(i Info) bool { return slices.Contains(i.Accepts, o.name) })

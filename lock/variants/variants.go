@@ -15,6 +15,7 @@ package variants
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tumbler-dev/tumbler/internal/field"
 	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/lock/adapters"
 	"github.com/tumbler-dev/tumbler/lock/fair"
@@ -84,6 +86,11 @@ type Info struct {
 	// while they hold (reported to lock.Options.OnRenew, recorded as
 	// extends).
 	Renews bool `json:"renews,omitempty"`
+	// Program: the variant is a lock client program (Options.Client) that
+	// tumbler drives over the lock client protocol; its kind, servers,
+	// grants and steps are those its manifest declares (Options.Info), and
+	// the runner starts it, not Build.
+	Program bool `json:"program,omitempty"`
 	// Steps are the lock steps the variant reports through
 	// lock.Options.Hook, where a step-pause or step-crash fault can stop a
 	// client. A hunt draws from them as well as from the workload's own
@@ -208,6 +215,7 @@ var builtins = []entry{
 		build: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 			return redlock.New(c, key, s.TTL, o...)
 		}},
+	{info: Info{Name: ClientVariant, Program: true, Doc: "a real lock library in any language, driven over the lock client protocol (clients/PROTOCOL.md): a shipped client or a program of your own"}},
 	{info: Info{Name: "watchdog", Wraps: true, Renews: true, Doc: "renews another variant every TTL/3 while held (Redisson watchdog)"},
 		wrap: func(in lock.Locker, o []lock.Option) (lock.Locker, error) { return watchdog.New(in, o...) }},
 	{info: Info{Name: "reentrant", Grants: Grants{Reentrant: true}, Doc: "Redisson RLock: hash of owner → hold count, pub/sub wake-up"},
@@ -371,6 +379,14 @@ func With(trait func(Info) bool) []string {
 	return out
 }
 
+// BuiltHere lists the variants Build and BuildPrimitive make, in
+// registration order:
+// every one but a lock client program's (Info.Program), which the runner
+// starts and drives over the lock client protocol.
+func BuiltHere() []string {
+	return With(func(i Info) bool { return !i.Program })
+}
+
 // Lookup returns the variant's Info, or an error listing the valid names.
 func Lookup(name string) (Info, error) {
 	mu.RLock()
@@ -391,6 +407,9 @@ func Lookup(name string) (Info, error) {
 // error is Lookup's, for the variant or the inner one.
 func (o Options) Info() (Info, error) {
 	info, err := Lookup(o.Variant)
+	if err == nil && info.Program {
+		return o.programInfo(info)
+	}
 	if err != nil || !info.Wraps {
 		return info, err
 	}
@@ -402,11 +421,34 @@ func (o Options) Info() (Info, error) {
 	return info, nil
 }
 
-// Kind is the kind of o's variant (KindLock for an unknown one: Validate
+// ClientVariant is the variant of a lock client program (Options.Client).
+const ClientVariant = "client"
+
+// programInfo is a lock client program's Info: what its manifest declares.
+func (o Options) programInfo(info Info) (Info, error) {
+	if o.Client == nil {
+		return info, field.Errorf("client", "lock %s needs %v: a shipped client by name, or a command", o.Variant, field.Self)
+	}
+	m, err := o.Client.Manifest()
+	if err != nil {
+		return info, field.Errorf("client", "%w", err)
+	}
+	info.Kind, info.AllNodes, info.Tokens = Kind(m.Kind), m.AllNodes, m.Fencing
+	if info.Doc = m.Doc; m.Doc == "" {
+		info.Doc = "the lock client program " + strings.Join(m.Command, " ")
+	}
+	info.Steps = nil
+	for _, st := range m.Steps {
+		info.Steps = append(info.Steps, LockStep{Name: st.Name, Acquiring: st.Acquiring})
+	}
+	return info, nil
+}
+
+// Kind is the kind of o's lock (KindLock for an unknown one: Validate
 // reports that).
 func (o Options) Kind() Kind {
-	i, err := Lookup(o.Variant)
-	if err != nil {
+	i, err := o.Info()
+	if err != nil || i.Kind == "" {
 		return KindLock
 	}
 	return i.Kind
@@ -428,6 +470,14 @@ func (o Options) CrossSlot() bool {
 // Label names the lock in a few words: its variant, and the variant a
 // wrapper wraps when the options name one ("watchdog(redlock)").
 func (o Options) Label() string {
+	if o.Client != nil {
+		if o.Client.Name != "" {
+			return o.Variant + ":" + o.Client.Name
+		}
+		if len(o.Client.Command) > 0 {
+			return o.Variant + ":" + filepath.Base(o.Client.Command[0])
+		}
+	}
 	if o.Inner != "" {
 		return o.Variant + "(" + o.Inner + ")"
 	}

@@ -1,4 +1,9 @@
-package cluster
+// Package clockshim is the clock shim: an LD_PRELOAD library (clockshim.c)
+// that shifts a process's wall clock by an offset tumbler changes while the
+// process runs, and the offset file through which it does. The data nodes
+// run with it for node clock faults (package cluster) and lock client
+// programs for client clock faults (package lock/protocol).
+package clockshim
 
 import (
 	"crypto/sha256"
@@ -18,44 +23,42 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-//go:embed clockshim/clockshim.c
-var clockShimSource []byte
+//go:embed shim/clockshim.c
+var source []byte
 
-// ClockShimEnv names the environment variable that tells the clock shim
-// which offset file to map.
-const ClockShimEnv = "TUMBLER_CLOCK_FILE"
+// Env names the environment variable that tells the clock shim which
+// offset file to map.
+const Env = "TUMBLER_CLOCK_FILE"
 
-// ClockShimSource is the C source of the clock shim (clockshim/clockshim.c),
-// for images that build it themselves.
-func ClockShimSource() []byte { return append([]byte(nil), clockShimSource...) }
+// Source is the C source of the clock shim, for images that build it
+// themselves.
+func Source() []byte { return append([]byte(nil), source...) }
 
-var shimBuild struct {
+var built struct {
 	once sync.Once
 	path string
 	err  error
 }
 
-// BuildClockShim compiles the clock shim with cc on first use and returns
-// the path of the shared library. The result is cached under
+// Build compiles the clock shim with cc on first use and returns the path
+// of the shared library. The result is cached under
 // os.UserCacheDir()/tumbler, keyed by a hash of the source, so a machine
 // compiles each version once; concurrent builders each write their own
 // file and rename it into place.
-func BuildClockShim() (string, error) {
-	shimBuild.once.Do(func() { shimBuild.path, shimBuild.err = buildClockShim() })
-	return shimBuild.path, shimBuild.err
+func Build() (string, error) {
+	built.once.Do(func() {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			cache = filepath.Join(os.TempDir(), "tumbler-cache-"+strconv.Itoa(os.Getuid()))
+		}
+		built.path, built.err = Compile(filepath.Join(cache, "tumbler"))
+	})
+	return built.path, built.err
 }
 
-func buildClockShim() (string, error) {
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = filepath.Join(os.TempDir(), "tumbler-cache-"+strconv.Itoa(os.Getuid()))
-	}
-	return compileClockShim(filepath.Join(cache, "tumbler"))
-}
-
-// compileClockShim builds the library into dir unless it is there already.
-func compileClockShim(dir string) (string, error) {
-	sum := sha256.Sum256(clockShimSource)
+// Compile builds the library into dir unless it is there already.
+func Compile(dir string) (string, error) {
+	sum := sha256.Sum256(source)
 	lib := filepath.Join(dir, "clockshim-"+hex.EncodeToString(sum[:8])+".so")
 	if _, err := os.Stat(lib); err == nil {
 		return lib, nil
@@ -73,7 +76,7 @@ func compileClockShim(dir string) (string, error) {
 	}
 	defer os.RemoveAll(work)
 	src := filepath.Join(work, "clockshim.c")
-	if err := os.WriteFile(src, clockShimSource, 0o644); err != nil {
+	if err := os.WriteFile(src, source, 0o644); err != nil {
 		return "", fmt.Errorf("build clock shim: %w", err)
 	}
 	out := filepath.Join(work, "clockshim.so")
@@ -86,15 +89,16 @@ func compileClockShim(dir string) (string, error) {
 	return lib, nil
 }
 
-// clockFile is a node's clock offset: one int64 of nanoseconds, in a file
-// that the shim inside the node maps shared, so a store here is seen by the
-// node's next clock read.
-type clockFile struct {
+// File is a process's clock offset: one int64 of nanoseconds, in a file
+// that the shim inside the process maps shared, so a store here is seen by
+// the process's next clock read.
+type File struct {
 	mem  []byte
 	word *int64
 }
 
-func openClockFile(path string) (*clockFile, error) {
+// Open maps the offset file at path, creating it (offset 0) if needed.
+func Open(path string) (*File, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("clock file: %w", err)
@@ -113,14 +117,17 @@ func openClockFile(path string) (*clockFile, error) {
 	}
 	// The mapping is page-aligned, so the word is 8-byte aligned and the
 	// store below is a single atomic instruction the shim's load pairs with.
-	return &clockFile{mem: mem, word: (*int64)(unsafe.Pointer(&mem[0]))}, nil
+	return &File{mem: mem, word: (*int64)(unsafe.Pointer(&mem[0]))}, nil
 }
 
-func (c *clockFile) set(offset time.Duration) { atomic.StoreInt64(c.word, int64(offset)) }
+// Set makes the process's wall clock run offset ahead of the host's.
+func (c *File) Set(offset time.Duration) { atomic.StoreInt64(c.word, int64(offset)) }
 
-func (c *clockFile) get() time.Duration { return time.Duration(atomic.LoadInt64(c.word)) }
+// Get is the current offset.
+func (c *File) Get() time.Duration { return time.Duration(atomic.LoadInt64(c.word)) }
 
-func (c *clockFile) close() error {
+// Close unmaps the file.
+func (c *File) Close() error {
 	if c == nil || c.mem == nil {
 		return nil
 	}

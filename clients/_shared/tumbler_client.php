@@ -1,0 +1,261 @@
+<?php
+// What tumbler's PHP lock clients share (clients/PROTOCOL.md): the request
+// loop, steps, options, secrets, and php-redis connections from init — to
+// one node, or to the primary the Sentinels name, through the client's
+// address map. Installed beside each client's program (a manifest's
+// "shared" files).
+
+namespace Tumbler;
+
+// stdout carries the protocol only: PHP's own warnings go to stderr
+// whatever php.ini says.
+ini_set('display_errors', 'stderr');
+
+/** The call certainly had no effect: reply fail. */
+class Fail extends \Exception {}
+
+/** init cannot be served with these settings: reply fail. */
+class InitError extends \Exception {}
+
+/** The call may have had an effect though the library said it failed: info. */
+class Unknown extends \Exception {}
+
+const ABSENT = "\0absent";
+
+function log(string $msg): void
+{
+    fwrite(STDERR, $msg . "\n");
+    fflush(STDERR);
+}
+
+/** An exception's class and message, with the ones it wraps. */
+function describe(\Throwable $e): string
+{
+    $parts = [];
+    for (; $e !== null; $e = $e->getPrevious()) {
+        $parts[] = get_class($e) . ': ' . $e->getMessage();
+    }
+    return implode(' <- ', $parts);
+}
+
+/** The version dpkg has of a Debian package, or "?". */
+function debianVersion(string $package): string
+{
+    $v = @shell_exec('dpkg-query -W -f \'${Version}\' ' . escapeshellarg($package) . ' 2>/dev/null');
+    return is_string($v) && $v !== '' ? $v : '?';
+}
+
+final class Session
+{
+    private int $stepId = 0;
+
+    public function send(array $msg): void
+    {
+        fwrite(STDOUT, json_encode($msg, JSON_UNESCAPED_SLASHES) . "\n");
+        fflush(STDOUT);
+    }
+
+    /** Reports a step and waits for tumbler's continue. */
+    public function step(string $name, string $key): void
+    {
+        $id = ++$this->stepId;
+        $this->send(['type' => 'step', 'id' => $id, 'step' => $name, 'key' => $key]);
+        while (($line = fgets(STDIN)) !== false) {
+            $msg = json_decode($line, true);
+            if (($msg['type'] ?? '') === 'continue' && ($msg['in_reply_to'] ?? 0) === $id) {
+                return;
+            }
+            log("ignored while at step $name: " . trim($line));
+        }
+        exit(0); // stdin closed: the run is over
+    }
+}
+
+/**
+ * Serves requests until stdin closes. $open($init, $session) returns a
+ * client with a public $library and handle(array $request): array (the
+ * reply); handle throws Fail when the call certainly had no effect, anything
+ * else is an unknown outcome (info).
+ */
+function serve(callable $open): void
+{
+    $session = new Session();
+    $client = null;
+    while (($line = fgets(STDIN)) !== false) {
+        $req = json_decode($line, true);
+        try {
+            if ($req['type'] === 'init') {
+                $client = null;
+                $client = $open($req, $session);
+                $rep = ['type' => 'ok', 'library' => $client->library];
+            } elseif ($client === null) {
+                $rep = ['type' => 'fail', 'error' => 'no init before ' . $req['type']];
+            } else {
+                $rep = $client->handle($req);
+            }
+        } catch (Fail $e) {
+            $rep = ['type' => 'fail', 'error' => $e->getMessage()];
+        } catch (\Throwable $e) { // init: it cannot run; a call: unknown outcome
+            $rep = ['type' => $req['type'] === 'init' ? 'fail' : 'info', 'error' => describe($e)];
+            log($req['type'] . ' ' . ($req['key'] ?? '') . ': ' . $rep['error']);
+        }
+        $rep['in_reply_to'] = $req['id'];
+        $session->send($rep);
+    }
+}
+
+/** Refuses a kind other than lock and a connect mode the library cannot do ($why: mode → reason). */
+function requireLock(array $init, array $modes, array $why): void
+{
+    if ($init['kind'] !== 'lock') {
+        throw new InitError("kind {$init['kind']}: this client drives a lock (kind lock) only");
+    }
+    if (!in_array($init['connect'], $modes, true)) {
+        throw new InitError("connect {$init['connect']}: " . ($why[$init['connect']] ?? 'not supported'));
+    }
+}
+
+/** The init's options over $known (name → default, ABSENT for one derived from init); unknown ones are refused. */
+function options(array $init, array $known): array
+{
+    $given = $init['options'] ?? [];
+    $unknown = array_diff(array_keys($given), array_keys($known));
+    sort($unknown);
+    if ($unknown) {
+        $names = array_keys($known);
+        sort($names);
+        throw new InitError('options unknown: ' . implode(', ', $unknown) . ' (this client takes: ' . implode(', ', $names) . ')');
+    }
+    return array_merge($known, $given);
+}
+
+/** options.$name as a number above $min (or null when $null). */
+function number(array $o, string $name, float $min = 0.0, bool $null = false): ?float
+{
+    $v = $o[$name];
+    if ($v === null && $null) {
+        return null;
+    }
+    if (!is_int($v) && !is_float($v) || $v <= $min) {
+        throw new InitError("options.$name: " . json_encode($v) . " must be a number above $min" . ($null ? ' or null' : ''));
+    }
+    return (float) $v;
+}
+
+function secret(array $where): string
+{
+    if (!empty($where['file'])) {
+        $s = @file_get_contents($where['file']);
+        if ($s === false) {
+            throw new InitError("auth.password: cannot read {$where['file']}");
+        }
+        return rtrim($s, "\n");
+    }
+    if (!empty($where['env'])) {
+        $s = getenv($where['env']);
+        if ($s === false) {
+            throw new InitError("auth.password: environment variable {$where['env']} is not set");
+        }
+        return $s;
+    }
+    throw new InitError('auth.password names neither a file nor an environment variable');
+}
+
+/** [host, port] of "host:port". */
+function hostPort(string $addr): array
+{
+    $i = strrpos($addr, ':');
+    return [substr($addr, 0, $i), (int) substr($addr, $i + 1)];
+}
+
+/** Where the client dials an address a server announced: through init's address_map (refused if it is not there; as is without a map). */
+function route(array $init, string $host, int $port): array
+{
+    $map = $init['address_map'] ?? [];
+    if (!$map) {
+        return [$host, $port];
+    }
+    if (!isset($map["$host:$port"])) {
+        throw new \RedisException("Sentinel announced $host:$port, which init's address_map does not route");
+    }
+    return hostPort($map["$host:$port"]);
+}
+
+/** Settings for php-redis from init: timeouts (s), auth, TLS stream context. */
+function redisSettings(array $init): array
+{
+    $s = ['timeout' => ($init['read_timeout_ms'] ?? 0) / 1000, 'auth' => null, 'tls' => null];
+    $auth = $init['auth'] ?? [];
+    if (!empty($auth['password'])) {
+        $pass = secret($auth['password']);
+        $s['auth'] = empty($auth['user']) ? $pass : [$auth['user'], $pass];
+    }
+    if ($tls = $init['tls'] ?? null) {
+        $insecure = !empty($tls['insecure_skip_verify']);
+        $ssl = ['verify_peer' => !$insecure, 'verify_peer_name' => !$insecure];
+        foreach (['cafile' => 'ca_file', 'local_cert' => 'cert_file', 'local_pk' => 'key_file', 'peer_name' => 'server_name'] as $php => $ours) {
+            if (!empty($tls[$ours])) {
+                $ssl[$php] = $tls[$ours];
+            }
+        }
+        $s['tls'] = ['stream' => $ssl];
+    }
+    return $s;
+}
+
+/**
+ * The primary's address as the Sentinels name it, routed through the
+ * address map. It asks each Sentinel in turn, as Symfony's RedisTrait does
+ * for a redis_sentinel DSN with php-redis: RedisSentinel(host, port,
+ * timeout, persistent, retry_interval, read_timeout), getMasterAddrByName.
+ * php-redis 5.3.7's RedisSentinel takes no AUTH and no TLS.
+ */
+function masterAddr(array $init): array
+{
+    if (!empty($init['auth']) || !empty($init['tls'])) {
+        throw new InitError('connect sentinel with auth or tls: php-redis ' . phpversion('redis') . "'s RedisSentinel takes neither (its constructor: host, port, timeout, persistent, retry_interval, read_timeout)");
+    }
+    $t = ($init['read_timeout_ms'] ?? 0) / 1000;
+    $errors = [];
+    foreach ($init['sentinels'] as $addr) {
+        [$host, $port] = hostPort($addr);
+        try {
+            $s = new \RedisSentinel($host, $port, $t, null, 0, $t);
+            if ($a = $s->getMasterAddrByName($init['master_name'])) {
+                return route($init, $a[0], (int) $a[1]);
+            }
+            $errors[] = "$addr: no primary named {$init['master_name']}";
+        } catch (\RedisException $e) {
+            $errors[] = "$addr: " . $e->getMessage();
+        }
+    }
+    throw new \RedisException('no Sentinel named a primary: ' . implode('; ', $errors));
+}
+
+/** A php-redis connection to host:port with init's read timeout, auth and TLS. */
+function redisAt(array $init, string $host, int $port): \Redis
+{
+    $s = redisSettings($init);
+    $r = new \Redis();
+    $h = $s['tls'] ? "tls://$host" : $host;
+    if ($s['tls']) {
+        $r->connect($h, $port, $s['timeout'], null, 0, $s['timeout'], $s['tls']);
+    } else {
+        $r->connect($h, $port, $s['timeout'], null, 0, $s['timeout']);
+    }
+    if ($s['auth'] !== null) {
+        $r->auth($s['auth']);
+    }
+    return $r;
+}
+
+/** A php-redis connection to init's node, or to the primary its Sentinels name. */
+function redisFor(array $init): \Redis
+{
+    if ($init['connect'] === 'sentinel') {
+        [$host, $port] = masterAddr($init);
+    } else {
+        [$host, $port] = hostPort($init['nodes'][0]['addr']);
+    }
+    return redisAt($init, $host, $port);
+}

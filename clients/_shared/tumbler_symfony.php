@@ -1,0 +1,294 @@
+<?php
+// tumbler's client for Symfony's Lock component (symfony/lock 5.4 over
+// php-redis), shared by the clients symfony (one RedisStore) and
+// symfony-combined (a CombinedStore with the ConsensusStrategy over one
+// RedisStore per node: Symfony's Redlock).
+//
+// It drives the library as its users do: a LockFactory over the store,
+// createLockFromKey(new Key($name), $ttl, autoRelease: false) per acquire
+// (createLock does the same with a Key of its own; keeping the Key is what
+// Symfony offers to hand a lock on), acquire(false), refresh($ttl),
+// release(), getRemainingLifetime().
+
+namespace Tumbler;
+
+require_once 'Symfony/Component/Lock/autoload.php';
+
+use Symfony\Component\Lock\Exception\LockConflictedException;
+use Symfony\Component\Lock\Exception\LockReleasingException;
+use Symfony\Component\Lock\Key;
+use Symfony\Component\Lock\Lock;
+use Symfony\Component\Lock\LockFactory;
+use Symfony\Component\Lock\SharedLockStoreInterface;
+use Symfony\Component\Lock\Store\CombinedStore;
+use Symfony\Component\Lock\Store\RedisStore;
+use Symfony\Component\Lock\Strategy\ConsensusStrategy;
+
+/**
+ * What the stores of one call did, as ObservedStore saw them: per store,
+ * "saved" (a save or a refresh succeeded), "write failed" (one threw an
+ * error other than a conflict: it may have landed), "delete failed".
+ */
+final class Journal
+{
+    /** @var array<int, array<string, string>> store → what → detail */
+    private array $did = [];
+
+    public function begin(): void
+    {
+        $this->did = [];
+    }
+
+    public function note(int $store, string $what, string $detail = ''): void
+    {
+        $this->did[$store][$what] = $detail;
+    }
+
+    /**
+     * What may have been left on a node by a call the library reported as
+     * failed, or "": a write that failed (it may have landed), or a store
+     * that saved whose cleanup delete failed.
+     */
+    public function leftovers(): string
+    {
+        $out = [];
+        foreach ($this->did as $store => $did) {
+            if (isset($did['write failed'])) {
+                $out[] = "store $store: " . $did['write failed'];
+            } elseif (isset($did['saved'], $did['delete failed'])) {
+                $out[] = "store $store saved, then its cleanup failed: " . $did['delete failed'];
+            }
+        }
+        return implode('; ', $out);
+    }
+
+    /** How many stores failed to delete. */
+    public function deleteFailures(): int
+    {
+        return count(array_filter($this->did, fn ($did) => isset($did['delete failed'])));
+    }
+
+    public function deleteFailed(): string
+    {
+        return implode('; ', array_filter(array_map(fn ($did) => $did['delete failed'] ?? '', $this->did)));
+    }
+}
+
+/**
+ * A store of the library, unchanged, observed. Around a node's RedisStore
+ * it notes in the Journal what the store did: a CombinedStore swallows
+ * every store's exception (a timeout included) and reports only
+ * "conflicted" — or, on delete, nothing — so the journal is how the client
+ * learns which nodes may hold what. Around the store the factory uses it
+ * reports the step "granted" once the save succeeded: inside
+ * Lock::acquire, after Redis granted the lock (with the store's initial
+ * TTL, 300 s by default) and before the refresh that sets the lock's TTL.
+ */
+final class ObservedStore implements SharedLockStoreInterface
+{
+    public function __construct(private SharedLockStoreInterface $inner, private ?Journal $journal, private ?Session $session = null) {}
+
+    public function save(Key $key)
+    {
+        $this->write(fn () => $this->inner->save($key));
+        $this->session?->step('granted', (string) $key);
+    }
+
+    public function saveRead(Key $key)
+    {
+        $this->write(fn () => $this->inner->saveRead($key));
+    }
+
+    public function putOffExpiration(Key $key, float $ttl)
+    {
+        $this->write(fn () => $this->inner->putOffExpiration($key, $ttl));
+    }
+
+    public function delete(Key $key)
+    {
+        try {
+            $this->inner->delete($key);
+        } catch (\Throwable $e) {
+            $this->journal?->note(spl_object_id($this), 'delete failed', describe($e));
+            throw $e;
+        }
+    }
+
+    public function exists(Key $key)
+    {
+        return $this->inner->exists($key);
+    }
+
+    private function write(callable $f): void
+    {
+        try {
+            $f();
+            $this->journal?->note(spl_object_id($this), 'saved');
+        } catch (LockConflictedException $e) {
+            throw $e;
+        } catch (\Throwable $e) {
+            $this->journal?->note(spl_object_id($this), 'write failed', describe($e));
+            throw $e;
+        }
+    }
+}
+
+final class SymfonyClient
+{
+    public string $library;
+    private LockFactory $factory;
+    private Journal $journal;
+    private ?float $ttl;
+    private int $stores = 1;
+    /** @var array<string, Lock> token → the Lock that acquired it */
+    private array $locks = [];
+
+    private const WHY = [
+        'nodes' => 'the client symfony locks one node; symfony-combined is Symfony\'s CombinedStore over every node',
+        'sentinel' => 'symfony-combined locks independent nodes (connect nodes); symfony takes a Sentinel primary',
+        'node' => 'symfony-combined locks independent nodes (connect nodes); symfony takes one node',
+        'cluster' => 'Symfony\'s RedisStore over php-redis\'s RedisCluster dials the addresses the cluster announces, bypassing the client\'s proxies',
+    ];
+
+    public function __construct(array $init, Session $session, bool $combined)
+    {
+        requireLock($init, $combined ? ['nodes'] : ['node', 'sentinel'], self::WHY);
+        $o = options($init, ['ttl' => ABSENT, 'initial_ttl' => 300.0]);
+        $this->ttl = $o['ttl'] === ABSENT ? $init['ttl_ms'] / 1000 : number($o, 'ttl', 0.0, true);
+        $initial = number($o, 'initial_ttl');
+        $this->journal = new Journal();
+        if ($combined) {
+            $stores = [];
+            foreach ($init['nodes'] as $n) {
+                $stores[] = new ObservedStore(new RedisStore($this->nodeRedis($init, $n), $initial), $this->journal);
+            }
+            $store = new CombinedStore($stores, new ConsensusStrategy());
+            $this->stores = count($stores);
+        } else {
+            $store = new RedisStore(redisFor($init), $initial);
+        }
+        $this->factory = new LockFactory(new ObservedStore($store, null, $session));
+        $this->library = 'symfony/lock ' . debianVersion('php-symfony-lock') . ' (php-redis ' . phpversion('redis') . ')';
+    }
+
+    /** One node of a CombinedStore: a node that does not answer now is one of its failures, not a reason to refuse the run. */
+    private function nodeRedis(array $init, array $node): \Redis
+    {
+        [$host, $port] = hostPort($node['addr']);
+        try {
+            return redisAt($init, $host, $port);
+        } catch (\RedisException $e) {
+            log("node {$node['name']} ($host:$port) did not answer at init: " . $e->getMessage() . '; its store fails until the client restarts');
+            return new \Redis();
+        }
+    }
+
+    public function handle(array $req): array
+    {
+        $this->journal->begin();
+        switch ($req['type']) {
+            case 'acquire':
+                return $this->acquire($req['key'], (int) $req['wait_ms']);
+            case 'release':
+                return $this->release($req['key'], $req['lease']['token']);
+            case 'extend':
+                return $this->extend($req['key'], $req['lease']['token'], $req['ttl_ms'] / 1000);
+        }
+        throw new Fail("unsupported request {$req['type']}: this client drives a lock (acquire, release, extend)");
+    }
+
+    private function acquire(string $name, int $waitMs): array
+    {
+        $key = new Key($name);
+        $lock = $this->factory->createLockFromKey($key, $this->ttl, false);
+        if (!$this->attempt($lock, $waitMs)) {
+            $this->certain('not acquired: LockConflictedException (held by another owner, or no quorum)');
+            throw new Fail('not acquired: held by another owner (Lock::acquire returned false)');
+        }
+        $token = $key->getState(RedisStore::class);
+        $this->locks[$token] = $lock;
+        return ['type' => 'ok', 'lease' => $this->lease($token, $lock)];
+    }
+
+    /**
+     * Symfony 5.4's acquire(true) on a store that cannot block (RedisStore,
+     * CombinedStore) saves, and after a conflict sleeps 100 ± 10 ms and
+     * saves again, forever (Lock::acquire). wait_ms bounds that wait: the
+     * same attempts (acquire(false): one save) with the same pause, until
+     * wait_ms has passed.
+     */
+    private function attempt(Lock $lock, int $waitMs): bool
+    {
+        $deadline = hrtime(true) + $waitMs * 1000000;
+        while (!$lock->acquire(false)) {
+            $left = intdiv($deadline - hrtime(true), 1000);
+            if ($left <= 0) {
+                return false;
+            }
+            usleep(min((100 + random_int(-10, 10)) * 1000, $left));
+        }
+        return true;
+    }
+
+    private function release(string $name, string $token): array
+    {
+        $lock = $this->locks[$token] ?? $this->restore($name, $token);
+        try {
+            $lock->release();
+        } catch (LockReleasingException $e) {
+            throw new Unknown(describe($e));
+        }
+        unset($this->locks[$token]);
+        // Released as others see it once a majority of the stores deleted
+        // (others can then take that majority); a CombinedStore says
+        // nothing of the stores whose delete failed.
+        if (2 * ($this->stores - $this->journal->deleteFailures()) <= $this->stores) {
+            throw new Unknown('release returned, but too few stores deleted for the lock to be free to others: ' . $this->journal->deleteFailed());
+        }
+        return ['type' => 'ok'];
+    }
+
+    private function extend(string $name, string $token, float $ttl): array
+    {
+        $lock = $this->locks[$token] ?? $this->restore($name, $token);
+        try {
+            $lock->refresh($ttl);
+        } catch (LockConflictedException $e) {
+            $this->certain('not extended: LockConflictedException');
+            throw new Fail('not extended: ' . describe($e) . ' (the lease is no longer held)');
+        }
+        return ['type' => 'ok', 'lease' => $this->lease($token, $lock)];
+    }
+
+    /** Throws Unknown if the call may have left the lock on a node though the library reported failure ($what). */
+    private function certain(string $what): void
+    {
+        if (($left = $this->journal->leftovers()) !== '') {
+            throw new Unknown("$what, but a store may hold the lock: $left");
+        }
+    }
+
+    /**
+     * A Lock for a lease a previous process of this client acquired.
+     * Symfony hands a lock to another process as its serialized Key (its
+     * resource, expiring time and state, Key::__sleep); the store's state
+     * is the lease's token, so the Key is rebuilt with it.
+     */
+    private function restore(string $name, string $token): Lock
+    {
+        $key = new Key($name);
+        $key->setState(RedisStore::class, $token);
+        return $this->factory->createLockFromKey($key, $this->ttl, false);
+    }
+
+    /** The lease as Symfony tells it: its token, and its validity (getRemainingLifetime, judged on this process's wall clock) on CLOCK_MONOTONIC. */
+    private function lease(string $token, Lock $lock): array
+    {
+        $lease = ['token' => $token];
+        $left = $lock->getRemainingLifetime();
+        if ($left !== null) {
+            $lease['valid_until_ns'] = hrtime(true) + (int) round($left * 1e9);
+        }
+        return $lease;
+    }
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tumbler-dev/tumbler/clients"
+	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/runner"
+)
+
+func (a *app) conformCmd() *cobra.Command {
+	var spec clients.Spec
+	var serverName string
+	var ttl time.Duration
+	var store string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "conform --client NAME | --client-cmd CMD",
+		Short: "Check a lock client program against the properties every lock must have, before trusting a verdict on it",
+		Long: `conform starts real servers with a proxy on every link and runs a lock client
+program (a shipped one, --client, or your own, --client-cmd: see
+clients/PROTOCOL.md) through the checks every tumbler lock passes: a lease's
+fields, mutual exclusion under contention (eight client programs), refusal
+to release another owner's lease, expiry, extend, and an unknown outcome
+(info) for an acquire whose reply never came. It prints one line per check.
+
+A check that the client's manifest documents as a deviation of its library
+(Symfony's release of a lease it no longer holds reports success, say) is
+shown as "deviation" with the reason; one that fails otherwise is FAIL. The
+clients' logs and conform.json are kept under --store/conform/.
+
+Exit codes: 0 every check passed or deviated as documented, 1 a check
+failed (or a documented deviation did not show), 254 bad arguments, 255 the
+harness failed.`,
+		Example: `  tumbler conform --client redis-py
+  tumbler conform --client redis-py --client-option timeout=null
+  tumbler conform --client-cmd "python3 my_client.py"`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if (spec.Name == "") == (len(spec.Command) == 0) {
+				return fmt.Errorf("give one of --client NAME (shipped: %s) and --client-cmd", strings.Join(clients.Names(), ", "))
+			}
+			server, err := cluster.ParseServer(serverName)
+			if err != nil {
+				return fmt.Errorf("--server: %w", err)
+			}
+			ctx, stop := a.interruptible(cmd.Context())
+			defer stop()
+			res, err := runner.Conform(ctx, runner.ConformOptions{Client: spec, Server: server, TTL: ttl, Store: store, Log: a.log})
+			if err != nil {
+				return failed(err)
+			}
+			if asJSON {
+				b, _ := json.MarshalIndent(res, "", "  ")
+				fmt.Fprintln(a.stdout, string(b))
+			} else {
+				a.conformTable(res)
+			}
+			if !res.Passed() {
+				return exit(runner.ExitInvalid)
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&spec.Name, "client", "", "a shipped lock client: "+strings.Join(clients.Names(), ", "))
+	fs.Var(clients.CommandFlag{C: &spec.Command}, "client-cmd", "a lock client program of your own, as a command line")
+	fs.Var(clients.OptionsFlag{O: &spec.Options}, "client-option", "an option of the client's library, key=value (the value JSON, or a string); repeat it for more")
+	fs.StringVar(&serverName, "server", "", "software of the nodes: redis or valkey (default redis)")
+	fs.DurationVar(&ttl, "ttl", 0, "TTL of the timing checks (default: the client's manifest's, else 1s)")
+	fs.StringVar(&store, "store", "store", "directory the clients' logs and conform.json are kept in")
+	fs.BoolVar(&asJSON, "json", false, "print conform.json instead of the table")
+	return cmd
+}
+
+func (a *app) conformTable(res runner.ConformResult) {
+	fmt.Fprintf(a.stdout, "client %s (%s)\n\n", res.Client, res.Library)
+	tw := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHECK\tOUTCOME\tTOOK\tWHAT\tDETAIL")
+	for _, c := range res.Checks {
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\n", c.Name, c.Outcome, c.Took.Round(10*time.Millisecond), c.What, c.Detail)
+	}
+	tw.Flush()
+	verdict := "conforms"
+	if !res.Passed() {
+		verdict = "DOES NOT CONFORM"
+	}
+	fmt.Fprintf(a.stdout, "\n%s; logs and conform.json: %s\n", verdict, res.Dir)
+}

@@ -1,0 +1,552 @@
+package protocol
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tumbler-dev/tumbler/internal/clockshim"
+	"github.com/tumbler-dev/tumbler/lock"
+)
+
+// MaxLine is the longest line either side may write.
+const MaxLine = 1 << 20
+
+// Config is how to run one client program.
+type Config struct {
+	// Name names the client in errors ("redis-py", or its command).
+	Name    string
+	Command []string
+	// Dir is the program's working directory ("": the harness's).
+	Dir string
+	// Env is added to the harness's environment.
+	Env []string
+	// Init is sent at every start of the program; Type and ID are set here.
+	Init Init
+	// Log receives the program's stderr (nil: discarded).
+	Log io.Writer
+	// Grace is added to a call's own budget to bound its reply (0:
+	// DefaultGrace).
+	Grace time.Duration
+	// InitTimeout bounds the reply to init (0: 10 s).
+	InitTimeout time.Duration
+	// ClockShim is the path of the clock shim library (clockshim.Build);
+	// "" runs the program without it (no client clock faults).
+	ClockShim string
+}
+
+// Process is the harness's side of one client program: it starts the
+// program, sends it init, and carries one call at a time to it and its
+// reply back, restarting the program after a crash, a hang or a broken
+// line. It is safe for concurrent use; calls queue.
+type Process struct {
+	cfg Config
+
+	call sync.Mutex // one request at a time
+
+	mu      sync.Mutex
+	cur     *child
+	nextID  uint64
+	library string
+	fails   int // consecutive failed starts
+	closed  bool
+	leases  map[string]Lease // wire leases by lock.Lease.Value
+	seq     uint64           // leases without a token of their own
+	tail    *tail
+
+	clock    *clockshim.File
+	clockDir string
+	wall     func() time.Time
+	stopTick chan struct{}
+}
+
+// child is one run of the program.
+type child struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	// out carries its stdout line by line, then one event with the error
+	// that ended it (io.EOF when it closed it).
+	out    chan event
+	gone   chan struct{} // closed when it is killed
+	exited chan struct{} // closed once it exited and was reaped
+	status string        // how it exited (after exited)
+	kill   sync.Once
+}
+
+type event struct {
+	line []byte
+	err  error
+}
+
+// Start runs the program and initialises it. An error says why it could
+// not: the program did not start, or its init failed (ErrInit).
+func Start(cfg Config) (*Process, error) {
+	if len(cfg.Command) == 0 {
+		return nil, fmt.Errorf("%w: client %s: no command", lock.ErrConfig, cfg.Name)
+	}
+	if err := cfg.Init.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: client %s: %w", lock.ErrConfig, cfg.Name, err)
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = DefaultGrace(cfg.Init)
+	}
+	if cfg.InitTimeout <= 0 {
+		cfg.InitTimeout = 10 * time.Second
+	}
+	cfg.Init.Type = TypeInit
+	p := &Process{cfg: cfg, leases: map[string]Lease{}, tail: &tail{}}
+	if cfg.ClockShim != "" {
+		dir, err := os.MkdirTemp("", "tumbler-client-clock-")
+		if err != nil {
+			return nil, fmt.Errorf("client %s: clock file: %w", cfg.Name, err)
+		}
+		if p.clock, err = clockshim.Open(filepath.Join(dir, "clock")); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("client %s: %w", cfg.Name, err)
+		}
+		p.clockDir = dir
+	}
+	p.call.Lock()
+	defer p.call.Unlock()
+	if _, err := p.ensure(); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// DefaultGrace is how long past a call's own budget a client may take to
+// answer: two read timeouts per server it may have to wait on (a library
+// that asks nodes one after the other, a Sentinel asked first), plus one
+// second. A library that honours its read timeout always answers in time.
+func DefaultGrace(in Init) time.Duration {
+	servers := max(1, len(in.Sentinels))
+	if in.Connect == ConnectNodes {
+		servers = len(in.Nodes)
+	}
+	return time.Duration(2*servers)*time.Duration(in.ReadTimeoutMS)*time.Millisecond + time.Second
+}
+
+// ErrInit is a client's refusal of its init: the settings it was given do
+// not suit it (a bad input, not a harness failure).
+var ErrInit = errors.New("the client refused its init")
+
+// Library is what the client said it drives ("redis-py 4.3.4").
+func (p *Process) Library() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.library
+}
+
+// Close ends the program: stdin closed, then SIGKILL after a second.
+func (p *Process) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	c := p.cur
+	p.cur = nil
+	if p.stopTick != nil {
+		close(p.stopTick)
+	}
+	p.mu.Unlock()
+	if c != nil {
+		c.stdin.Close()
+		select {
+		case <-c.exited:
+		case <-time.After(time.Second):
+			c.terminate()
+			<-c.exited
+		}
+	}
+	err := p.clock.Close()
+	if p.clockDir != "" {
+		os.RemoveAll(p.clockDir)
+	}
+	return err
+}
+
+// ensure returns the running program, starting it (and sending init) if
+// there is none. The caller holds p.call.
+func (p *Process) ensure() (*child, error) {
+	p.mu.Lock()
+	c, closed, fails := p.cur, p.closed, p.fails
+	p.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("client %s: closed", p.cfg.Name)
+	}
+	if c != nil {
+		select {
+		case <-c.exited: // it died between calls: start it again
+			p.drop(c)
+		default:
+			return c, nil
+		}
+	}
+	if fails > 0 { // back off after failed starts: 100 ms, 200 ms, … 2 s
+		time.Sleep(min(100*time.Millisecond<<min(fails-1, 5), 2*time.Second))
+	}
+	c, err := p.spawn()
+	if err == nil {
+		err = p.init(c)
+		if err != nil {
+			c.terminate()
+			<-c.exited
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		p.fails++
+		return nil, err
+	}
+	p.fails, p.cur = 0, c
+	return c, nil
+}
+
+func (p *Process) spawn() (*child, error) {
+	cmd := exec.Command(p.cfg.Command[0], p.cfg.Command[1:]...)
+	cmd.Dir = p.cfg.Dir
+	cmd.Env = append(os.Environ(), p.cfg.Env...)
+	if p.clock != nil {
+		cmd.Env = append(cmd.Env, "LD_PRELOAD="+p.cfg.ClockShim, clockshim.Env+"="+filepath.Join(p.clockDir, "clock"))
+	}
+	// The program stays in its worker's process group, so a client pause
+	// (SIGSTOP of the group) stops it too; it dies with its worker.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	var log io.Writer = p.tail
+	if p.cfg.Log != nil {
+		log = io.MultiWriter(p.cfg.Log, p.tail)
+	}
+	cmd.Stderr = log
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("client %s: %w", p.cfg.Name, err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("client %s: %w", p.cfg.Name, err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("client %s: start %s: %w", p.cfg.Name, strings.Join(p.cfg.Command, " "), err)
+	}
+	c := &child{cmd: cmd, stdin: stdin, out: make(chan event, 16), gone: make(chan struct{}), exited: make(chan struct{})}
+	go c.read(stdout)
+	return c, nil
+}
+
+// read passes the program's stdout on line by line, then reaps it.
+func (c *child) read(stdout io.Reader) {
+	r := bufio.NewReaderSize(stdout, 64<<10)
+	for {
+		line, err := readLine(r)
+		ev := event{line: line, err: err}
+		select {
+		case c.out <- ev:
+		case <-c.gone: // nobody listens any more; drain until it ends
+		}
+		if err != nil {
+			break
+		}
+	}
+	werr := c.cmd.Wait()
+	c.status = "exited normally"
+	if werr != nil {
+		c.status = werr.Error()
+	}
+	close(c.exited)
+}
+
+// readLine reads one line without its newline; a line over MaxLine is an error.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > MaxLine {
+			return nil, fmt.Errorf("a line longer than %d bytes", MaxLine)
+		}
+		switch {
+		case err == nil:
+			return line[:len(line)-1], nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF) && len(line) > 0:
+			return nil, fmt.Errorf("a last line without its newline: %q", clip(line))
+		default:
+			return nil, err
+		}
+	}
+}
+
+// terminate kills the program (only it: its process group is its worker's).
+func (c *child) terminate() {
+	c.kill.Do(func() {
+		close(c.gone)
+		_ = c.cmd.Process.Kill()
+	})
+}
+
+// init sends init and waits for its reply.
+func (p *Process) init(c *child) error {
+	in := p.cfg.Init
+	p.mu.Lock()
+	p.nextID++
+	in.ID = p.nextID
+	p.mu.Unlock()
+	req := Request{Type: TypeInit, ID: in.ID}
+	if err := c.send(in); err != nil {
+		return p.fault(req, nil, fmt.Errorf("write init: %w", err))
+	}
+	rep, err := p.await(c, req, p.cfg.InitTimeout, nil, nil)
+	if err != nil {
+		return err
+	}
+	switch rep.Type {
+	case TypeOK:
+		p.mu.Lock()
+		p.library = rep.Library
+		p.mu.Unlock()
+		return nil
+	case TypeFail:
+		return fmt.Errorf("%w: client %s: %s", ErrInit, p.cfg.Name, rep.Error)
+	}
+	return fmt.Errorf("client %s: init answered %s: %s", p.cfg.Name, rep.Type, rep.Error)
+}
+
+func (c *child) send(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = c.stdin.Write(append(b, '\n'))
+	return err
+}
+
+// do sends req and waits for its reply: within the call's budget (ctx's
+// deadline) plus the grace, handing the client's steps to hook (the
+// workload's, which may pause it or crash it by returning an error). Any
+// failure is an *Error (an unknown outcome).
+func (p *Process) do(ctx context.Context, req Request, hook lock.StepHook) (Reply, error) {
+	p.call.Lock()
+	defer p.call.Unlock()
+	c, err := p.ensure()
+	if err != nil {
+		return Reply{}, p.fault(req, nil, fmt.Errorf("could not (re)start the client: %w", err))
+	}
+	p.syncClock()
+	p.mu.Lock()
+	p.nextID++
+	req.ID = p.nextID
+	p.mu.Unlock()
+	budget := time.Duration(0)
+	if d, ok := ctx.Deadline(); ok {
+		budget = max(0, time.Until(d))
+	}
+	if err := c.send(req); err != nil {
+		p.drop(c)
+		return Reply{}, p.fault(req, nil, fmt.Errorf("write the request: %w (%s)", err, p.exitStatus(c)))
+	}
+	return p.await(c, req, budget+p.cfg.Grace, hook, ctx)
+}
+
+// await reads the program's lines until the reply to req, handing steps to
+// hook. bound counts only time the harness was running: a pause of the
+// client's process group (which stops the harness's worker too) does not
+// count against the client.
+func (p *Process) await(c *child, req Request, bound time.Duration, hook lock.StepHook, ctx context.Context) (Reply, error) {
+	const tick = 20 * time.Millisecond
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	awake, last := time.Duration(0), time.Now()
+	for {
+		select {
+		case ev := <-c.out:
+			if ev.err != nil {
+				if !errors.Is(ev.err, io.EOF) {
+					c.terminate()
+				}
+				select { // it closed its stdout: give it a moment to exit
+				case <-c.exited:
+				case <-time.After(time.Second):
+				}
+				p.drop(c)
+				<-c.exited
+				why := "closed its stdout"
+				if !errors.Is(ev.err, io.EOF) {
+					why = ev.err.Error()
+				}
+				return Reply{}, p.fault(req, nil, fmt.Errorf("%s (%s); its stderr ends: %s", why, c.status, p.tail.last()))
+			}
+			line := ev.line
+			var rep Reply
+			if err := json.Unmarshal(line, &rep); err != nil {
+				p.drop(c)
+				return Reply{}, p.fault(req, line, fmt.Errorf("not a JSON object: %v", err))
+			}
+			if err := rep.check(req); err != nil {
+				p.drop(c)
+				return Reply{}, p.fault(req, line, err)
+			}
+			if rep.Type != TypeStep {
+				return rep, nil
+			}
+			if hook != nil {
+				if err := hook(ctx, rep.Step); err != nil {
+					p.drop(c) // the client crashed at its step
+					return Reply{}, err
+				}
+			}
+			last = time.Now() // a pause at the step is not the client's time
+			if err := c.send(Request{Type: TypeContinue, InReplyTo: rep.ID}); err != nil {
+				p.drop(c)
+				return Reply{}, p.fault(req, nil, fmt.Errorf("write continue: %w", err))
+			}
+		case now := <-t.C:
+			gap := now.Sub(last)
+			last = now
+			if gap > 5*tick { // the harness itself was stopped meanwhile
+				gap = tick
+			}
+			if awake += gap; awake >= bound {
+				p.drop(c)
+				return Reply{}, p.fault(req, nil, fmt.Errorf("no reply within %v (the call's budget plus a grace of %v): killed", bound.Round(time.Millisecond), p.cfg.Grace))
+			}
+		}
+	}
+}
+
+// drop kills c and forgets it: the next call starts the program again.
+func (p *Process) drop(c *child) {
+	c.terminate()
+	p.mu.Lock()
+	if p.cur == c {
+		p.cur = nil
+	}
+	p.mu.Unlock()
+}
+
+func (p *Process) exitStatus(c *child) string {
+	select {
+	case <-c.exited:
+		return c.status
+	case <-time.After(100 * time.Millisecond):
+		return "still running"
+	}
+}
+
+// Error is a call the client did not answer properly: its outcome is
+// unknown (it unwraps to lock.ErrUnknown, so the history records info).
+type Error struct {
+	Client  string
+	Request string // "request 7 (acquire tumbler:0)"
+	Line    string // the offending line, clipped; "" if none
+	Err     error
+}
+
+func (e *Error) Error() string {
+	s := fmt.Sprintf("client %s: %s: %v", e.Client, e.Request, e.Err)
+	if e.Line != "" {
+		s += fmt.Sprintf("; line %q", e.Line)
+	}
+	return s
+}
+
+// Unwrap makes the error an unknown outcome.
+func (e *Error) Unwrap() []error { return []error{lock.ErrUnknown, e.Err} }
+
+func (p *Process) fault(req Request, line []byte, err error) error {
+	what := req.Type
+	if req.Key != "" {
+		what += " " + req.Key
+	}
+	return &Error{Client: p.cfg.Name, Request: fmt.Sprintf("request %d (%s)", req.ID, what), Line: clip(line), Err: err}
+}
+
+func clip(b []byte) string {
+	if len(b) > 200 {
+		return string(b[:200]) + "…"
+	}
+	return string(b)
+}
+
+// setWall makes the program's wall clock follow now (the workload's clock
+// for this client, which a client-clock fault shifts): before every call,
+// and every few milliseconds in between, for libraries that read the clock
+// on their own threads.
+func (p *Process) setWall(now func() time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.clock == nil || now == nil || p.wall != nil || p.closed {
+		return
+	}
+	p.wall = now
+	p.stopTick = make(chan struct{})
+	go func(stop <-chan struct{}) {
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				p.syncClock()
+			}
+		}
+	}(p.stopTick)
+}
+
+func (p *Process) syncClock() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.wall == nil || p.closed {
+		return
+	}
+	off := p.wall().Sub(time.Now()).Round(time.Microsecond)
+	if p.clock.Get() != off {
+		p.clock.Set(off)
+	}
+}
+
+// tail keeps the last lines a program wrote to stderr, for errors.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tail) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, b...)
+	if n := len(t.buf); n > 4096 {
+		t.buf = append([]byte(nil), t.buf[n-2048:]...)
+	}
+	return len(b), nil
+}
+
+// last is the end of the stderr, up to 3 lines.
+func (t *tail) last() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	lines := strings.Split(strings.TrimRight(string(t.buf), "\n"), "\n")
+	if len(lines) > 3 {
+		lines = lines[len(lines)-3:]
+	}
+	s := strings.Join(lines, " | ")
+	if s == "" {
+		return "(nothing)"
+	}
+	return s
+}

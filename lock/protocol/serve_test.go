@@ -1,0 +1,91 @@
+package protocol
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/tumbler-dev/tumbler/internal/redistest"
+	"github.com/tumbler-dev/tumbler/lock"
+	"github.com/tumbler-dev/tumbler/lock/locktest"
+	"github.com/tumbler-dev/tumbler/lock/single"
+)
+
+// serveEnv makes the test binary a Go client program: tumbler's single
+// lock served over the protocol with Serve.
+const serveEnv = "TUMBLER_PROTOCOL_SERVE"
+
+func serveClient() int {
+	err := Serve(os.Stdin, os.Stdout, func(in Init) (Opened, error) {
+		if in.Connect != ConnectNode {
+			return Opened{}, fmt.Errorf("connect %q: this client takes one node", in.Connect)
+		}
+		c := lock.NewClient(in.Nodes[0].Addr)
+		ttl := time.Duration(in.TTLMS) * time.Millisecond
+		return Opened{
+			Library: "tumbler single (test)",
+			Primitive: func(key string, opts ...lock.Option) (lock.Primitive, error) {
+				return single.New(c, key, ttl, opts...)
+			},
+			Close: c.Close,
+		}, nil
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// served starts tumbler's single lock on addr as a client program.
+func served(t testing.TB, addr, key string, ttl time.Duration) *Process {
+	t.Helper()
+	p, err := Start(Config{
+		Name: "go-single", Command: []string{os.Args[0]}, Env: []string{serveEnv + "=1", "GORACE=atexit_sleep_ms=0"},
+		Init: Init{Kind: KindLock, Keys: []string{key}, TTLMS: ttl.Milliseconds(), Connect: ConnectNode,
+			Nodes: []Node{{Name: "n1", Addr: addr}}, ReadTimeoutMS: 1000},
+	})
+	if err != nil {
+		t.Fatalf("start the Go client: %v", err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// TestServeConformance: tumbler's single lock over the protocol passes the
+// conformance suite every lock passes in-process: mutual exclusion under
+// contention (eight client programs), refusal to release another's lease,
+// expiry, extend, and the lease's fields (its validity comes across).
+func TestServeConformance(t *testing.T) {
+	srv := redistest.Start(t, 1)[0]
+	locktest.Suite{
+		New: func(t testing.TB, key string, ttl time.Duration) lock.Locker {
+			prim, err := served(t, srv.Addr, key, ttl).Primitive(key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return prim.(lock.Locker)
+		},
+	}.Run(t)
+}
+
+// TestServeLostReply: a server that stops answering makes the Go client's
+// acquire an unknown outcome, and the protocol carries it as info.
+func TestServeLostReply(t *testing.T) {
+	srv := redistest.Start(t, 1)[0]
+	key := locktest.Key(t)
+	p := served(t, srv.Addr, key, time.Second)
+	prim, _ := p.Primitive(key)
+	thaw := srv.Freeze(t)
+	defer thaw()
+	_, err := prim.(lock.Locker).Acquire(locktest.Context(t))
+	if err == nil || !isUnknown(err) {
+		t.Fatalf("acquire against a frozen server: %v, want an unknown outcome", err)
+	}
+}
+
+func isUnknown(err error) bool {
+	return errors.Is(err, lock.ErrUnknown)
+}
