@@ -16,6 +16,7 @@
 // plan.json (the minimal plan), row.json (a ready catalog row) and the
 // report directories of the kept candidates' failing replays; the reports
 // of rejected candidates are removed (their plans are in shrink.json).
+// The command's exit code is outcome.ShrinkCode's.
 package shrink
 
 import (
@@ -34,7 +35,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/nemesis"
-	"github.com/tumbler-dev/tumbler/reports"
+	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/runner"
 	"github.com/tumbler-dev/tumbler/scenarios"
 )
@@ -143,7 +144,7 @@ func (o Options) withDefaults() Options {
 }
 
 // Validate checks the replays, the failures needed and the budget (zero
-// values take the defaults); errors wrap runner.ErrInput.
+// values take the defaults); errors wrap outcome.ErrInput.
 func (o Options) Validate() error {
 	o = o.withDefaults()
 	switch {
@@ -161,7 +162,7 @@ func (o Options) Validate() error {
 var ErrNotFailing = errors.New("nothing to shrink")
 
 // KindsOf returns the anomaly kinds of a checked run, or an error wrapping
-// runner.ErrInput when the run has none (it was valid or not checked).
+// outcome.ErrInput when the run has none (it was valid or not checked).
 func KindsOf(res *checker.Result, dir string) ([]checker.Kind, error) {
 	if res == nil || res.Verdict != checker.Invalid {
 		v := checker.Unknown
@@ -183,7 +184,7 @@ func KindsOf(res *checker.Result, dir string) ([]checker.Kind, error) {
 // (normalized first, runner.Plan.Normalize: its candidates and the minimal
 // plan carry every default). The result is returned (and written) also
 // when the search ends early; the error is for bad options (wrapping
-// runner.ErrInput), an interrupted search returns its result and the
+// outcome.ErrInput), an interrupted search returns its result and the
 // context's error.
 func Shrink(ctx context.Context, plan runner.Plan, o Options) (*Result, error) {
 	o = o.withDefaults()
@@ -574,7 +575,7 @@ func (s *shrinker) row() scenarios.Scenario {
 		Name:   name,
 		What:   fmt.Sprintf("%s on %s with %d clients: %s; a %s follows (shrunk from %d to %d fault steps)", m.Lock.Variant, m.Topology, m.Workload.Clients, desc, kind, len(s.res.Original.Faults), len(m.Faults)),
 		Source: source,
-		Expect: reports.Expectation{Verdict: checker.Invalid, Kind: kind, Text: "invalid: " + strings.ReplaceAll(string(kind), "-", " ")},
+		Expect: outcome.Expectation{Verdict: checker.Invalid, Kind: kind, Text: "invalid: " + strings.ReplaceAll(string(kind), "-", " ")},
 		Plan:   m,
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/nemesis"
-	"github.com/tumbler-dev/tumbler/reports"
+	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/runner"
 	"github.com/tumbler-dev/tumbler/scenarios"
 )
@@ -63,7 +63,7 @@ func fake(calls *atomic.Int64) RunFunc {
 			res = &checker.Result{Verdict: checker.Invalid, Anomalies: []checker.Anomaly{{Kind: checker.DoubleGrant, At: int64(5 * time.Second)}},
 				Faults: []checker.FaultWindow{{ID: "f1", Desc: "partition n4, n5 from everything", Start: int64(2 * time.Second)}, {ID: "f2", Desc: "restart n3 empty", Start: int64(4 * time.Second)}}}
 		}
-		return &runner.Outcome{Dir: dir, Plan: p, Result: res, Judgement: reports.Judgement{Verdict: res.Verdict}}, nil
+		return &runner.Outcome{Dir: dir, Plan: p, Result: res, Judgement: outcome.Judgement{Verdict: res.Verdict}}, nil
 	}
 }
 
@@ -164,11 +164,11 @@ func TestShrinkRefuses(t *testing.T) {
 		{Kinds: []checker.Kind{checker.DoubleGrant}, Dir: "x", Replays: -1},
 		{Kinds: []checker.Kind{checker.DoubleGrant}, Dir: "x", Budget: -time.Second},
 	} {
-		if _, err := Shrink(context.Background(), p, o); !errors.Is(err, runner.ErrInput) {
+		if _, err := Shrink(context.Background(), p, o); !errors.Is(err, outcome.ErrInput) {
 			t.Errorf("%+v: %v, want bad input", o, err)
 		}
 	}
-	if _, err := KindsOf(&checker.Result{Verdict: checker.Valid}, "d"); !errors.Is(err, ErrNotFailing) || !errors.Is(err, runner.ErrInput) {
+	if _, err := KindsOf(&checker.Result{Verdict: checker.Valid}, "d"); !errors.Is(err, ErrNotFailing) || !errors.Is(err, outcome.ErrInput) {
 		t.Errorf("a valid run: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/clients"
+	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/runner"
 	"github.com/tumbler-dev/tumbler/scenarios"
 )
@@ -181,7 +182,7 @@ Exit codes: 0 when every run matched its row's expectation, 1 when one did not,
 				a.log.Info("reproduce", "scenario", s.Name, "seed", seed, "expected", s.Expect.String())
 				j, out, err := scenarios.Reproduce(ctx, s, seed, opts)
 				a.con.clear()
-				if err != nil && errors.Is(err, runner.ErrInput) {
+				if err != nil && errors.Is(err, outcome.ErrInput) {
 					return failed(err)
 				}
 				mismatch = mismatch || (j.Error == "" && !j.Matched)
@@ -206,7 +207,7 @@ Exit codes: 0 when every run matched its row's expectation, 1 when one did not,
 					a.con.printf("%s\n", reproduceSummary(results))
 				}
 			}
-			return exit(matchCode(mismatch || interrupted, errored))
+			return exit(outcome.MatchCode(mismatch || interrupted, errored))
 		},
 	}
 	fs := cmd.Flags()
@@ -257,18 +258,6 @@ func reproduceSummary(results []rowResult) string {
 		s += "; run failed: " + strings.Join(failedRuns, ", ")
 	}
 	return s
-}
-
-// matchCode is the exit of reproduce and matrix: 1 when a run did not
-// match, else 255 when a run failed, else 0.
-func matchCode(mismatch, errored bool) int {
-	switch {
-	case mismatch:
-		return runner.ExitInvalid
-	case errored:
-		return runner.ExitHarness
-	}
-	return runner.ExitValid
 }
 
 // rowNames parses a comma list of catalog rows.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/reports"
 	"github.com/tumbler-dev/tumbler/runner"
 	"github.com/tumbler-dev/tumbler/shrink"
@@ -57,7 +58,7 @@ the harness failed.`,
 			}
 			res, err := reports.ReadResults(dir)
 			if err != nil {
-				return failed(fmt.Errorf("%w: %s is not a checked run: %w", runner.ErrInput, dir, err))
+				return failed(fmt.Errorf("%w: %s is not a checked run: %w", outcome.ErrInput, dir, err))
 			}
 			if so.Kinds, err = shrink.KindsOf(res.Result, dir); err != nil {
 				return failed(err)
@@ -78,15 +79,11 @@ the harness failed.`,
 			} else {
 				a.printShrink(sh)
 			}
-			switch {
-			case sh.Interrupted:
-				return exit(runner.ExitUnknown)
-			case err != nil:
-				return failed(err)
-			case sh.Reproduced:
-				return exit(runner.ExitInvalid)
+			code := outcome.ShrinkCode(sh.Reproduced, sh.Interrupted, err)
+			if err != nil && !sh.Interrupted {
+				return &exitError{code, err} // the error is printed too
 			}
-			return exit(runner.ExitValid)
+			return exit(code)
 		},
 	}
 	sf.bind(cmd, "budget")
