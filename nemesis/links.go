@@ -186,7 +186,7 @@ func (r *runner) applyLinks(i int, t target) error {
 	}
 	st.fault.Desc = describeLinks(c, w, t, links)
 	st.fault.Targets = linkTargets(c, w, t, links)
-	lc := linkContrib{step: i, latency: c.latency, jitter: c.jitter}
+	lc := linkContrib{step: i, latency: c.span(c.Latency), jitter: c.span(c.Jitter)}
 	if !c.kind.traits().delays {
 		lc.cut = c.mode
 	}
@@ -269,7 +269,7 @@ func describeLinks(c *compiled, w world, t target, links []string) string {
 			nodes, clientsText(c, t.clients), c.dur, cutText(c))
 	}
 	if delay {
-		return fmt.Sprintf("delay %s by %v ± %v for %v%s", what, c.latency, c.jitter, c.dur, dirText(c.dir))
+		return fmt.Sprintf("delay %s by %v ± %v for %v%s", what, c.span(c.Latency), c.span(c.Jitter), c.dur, dirText(c.dir))
 	}
 	return fmt.Sprintf("cut %s for %v (%s)", what, c.dur, cutText(c))
 }

@@ -25,8 +25,9 @@ func (a *app) shrinkCmd() *cobra.Command {
 for a smaller plan that still fails with the same anomaly kinds: it cuts the
 schedule and the time limit just after the anomaly, drops fault steps (in
 halves, then smaller chunks, then one by one), halves the time limit, each
-fault's duration and magnitude (offset, latency, pause, delay, lag), and
-lowers the number of clients (not below two) and keys. Timing is not
+span of each fault but its start (its duration, its trigger's timeout and its
+magnitudes: offset, strobe, latency, jitter, pause, delay, lag), and lowers
+the number of clients (not below two) and keys. Timing is not
 deterministic, so each candidate is replayed up to --replays (R) times and
 kept when at least --need (k) replays fail the same way; the plan as stored
 is replayed the same way first, and is not shrunk unless it fails k of R
