@@ -18,10 +18,6 @@ var (
 	expValid  = outcome.Expectation{Verdict: checker.Valid}
 )
 
-func seed(s int64, observed checker.Verdict, matched bool, first int64) matrix.SeedResult {
-	return matrix.SeedResult{Seed: s, Observed: observed, Matched: matched, FirstAnomaly: first, Elapsed: time.Duration(s) * time.Second, ReportDir: "runs/x/" + string(rune('0'+s))}
-}
-
 func writeShard(t *testing.T, dir, name string, m matrix.Matrix) string {
 	t.Helper()
 	path := filepath.Join(dir, name)
@@ -29,6 +25,11 @@ func writeShard(t *testing.T, dir, name string, m matrix.Matrix) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// seed is a seed result of a row, elapsed s seconds.
+func seed(s int64, observed checker.Verdict, matched bool, first int64) matrix.SeedResult {
+	return matrix.SeedResult{Seed: s, Observed: observed, Matched: matched, FirstAnomaly: first, Elapsed: time.Duration(s) * time.Second, ReportDir: "runs/x/" + string(rune('0'+s))}
 }
 
 // A matrix that contradicts itself is not written; one written is read
