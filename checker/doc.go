@@ -26,7 +26,7 @@
 //
 // # The history contract
 //
-// (ARCHITECTURE.md §4 gives the overview; this is the full statement.)
+// (ARCHITECTURE.md, "The history contract" gives the overview; this is the full statement.)
 //
 // Workloads and the nemesis write ops (history.Op) following these rules;
 // the checkers rely on them.

@@ -3,7 +3,7 @@ package history
 import "iter"
 
 // This file is the one home of the rule that pairs a call's invoke with its
-// completion (ARCHITECTURE.md §4). The checkers pair a history with it, the
+// completion (ARCHITECTURE.md, "The history contract"). The checkers pair a history with it, the
 // workloads use it to complete the open invokes of a process that ended, and
 // the report's operation table to link the two halves of a call.
 

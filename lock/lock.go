@@ -45,7 +45,7 @@ type Lease struct {
 	Start time.Time
 	TTL   time.Duration
 	// ValidUntil is the last instant the holder may act on the protected
-	// resource: Start + TTL − drift (ARCHITECTURE.md §3).
+	// resource: Start + TTL − drift (ARCHITECTURE.md, "Time and leases").
 	ValidUntil time.Time
 	// Lost is closed when the variant learns that the lease is gone (the
 	// watchdog closes it when a renewal fails or validity runs out). It is

@@ -10,7 +10,7 @@ import (
 )
 
 // TestKindTableInDocs: the table of kinds in the package documentation and
-// in the README is the one the registry renders. When a kind changes, paste
+// in docs/how-it-works.md is the one the registry renders. When a kind changes, paste
 // the table this test prints.
 func TestKindTableInDocs(t *testing.T) {
 	table := kindTable()
@@ -25,12 +25,12 @@ func TestKindTableInDocs(t *testing.T) {
 	if !strings.Contains(string(doc), strings.Join(commented, "\n")+"\n") {
 		t.Errorf("doc.go's table of kinds is not the registry's; it should read:\n%s", strings.Join(commented, "\n"))
 	}
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/how-it-works.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(readme), "```\n"+table+"```\n") {
-		t.Errorf("README.md's table of kinds is not the registry's; it should read:\n```\n%s```", table)
+		t.Errorf("docs/how-it-works.md's table of kinds is not the registry's; it should read:\n```\n%s```", table)
 	}
 }
 

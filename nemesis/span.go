@@ -7,7 +7,7 @@ import (
 )
 
 // Span is a duration in a plan, absolute or relative to the lock TTL; its
-// home is package spans (ARCHITECTURE.md §3). The names below keep the
+// home is package spans (ARCHITECTURE.md, "Time and leases"). The names below keep the
 // nemesis's plans and generator short.
 type Span = spans.Span
 

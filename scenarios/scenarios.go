@@ -1,5 +1,5 @@
 // Package scenarios is tumbler's catalog of documented failure modes
-// (ARCHITECTURE.md §7): each row is data — a run plan plus what the run must show
+// (ARCHITECTURE.md, "The failure modes and their sources"): each row is data — a run plan plus what the run must show
 // and where the failure mode is documented — embedded from catalog/*.json.
 // The same run engine executes every row; a user adds a row by writing the
 // same JSON to a file (Load). A row's expectation is an outcome.Expectation,

@@ -1,4 +1,4 @@
-// Package spans holds the durations of a plan (ARCHITECTURE.md §3): a Span
+// Package spans holds the durations of a plan (ARCHITECTURE.md, "Time and leases"): a Span
 // is absolute ("750ms") or a multiple of the lock's TTL ("0.5ttl") and is
 // written back as it was read; a Range is a closed interval of spans
 // ("hold": ["0.5ttl", "0.8ttl"]) a value is drawn from uniformly. The plan,

@@ -12,7 +12,7 @@ import (
 // Kind names a workload.
 type Kind string
 
-// The workload kinds (ARCHITECTURE.md §1).
+// The workload kinds (ARCHITECTURE.md, "Packages and what each owns").
 const (
 	// Mutex: acquire, hold for a random time, release.
 	Mutex Kind = "mutex"

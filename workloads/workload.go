@@ -1,7 +1,7 @@
 // Package workloads runs the concurrent clients of a tumbler run: each
 // client takes locks through a lock.Locker, acts on a protected Resource
 // owned by the harness inside its critical section, and records everything
-// it invoked and saw as history.Op values (ARCHITECTURE.md §4).
+// it invoked and saw as history.Op values (ARCHITECTURE.md, "The history contract").
 //
 // Clients run as goroutines (InProcess) or each as its own OS process
 // (Processes), with the same history; the second is what a real client pause

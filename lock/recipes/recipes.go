@@ -1,6 +1,6 @@
 // Package recipes holds the broken Redis lock recipes of blog posts people copy,
 // implemented faithfully so that their flaws are real: tumbler runs them to
-// show, with a history and a verdict, why each one fails (ARCHITECTURE.md §7).
+// show, with a history and a verdict, why each one fails (ARCHITECTURE.md, "The failure modes and their sources").
 //
 // Do not use these locks to protect anything. Each type documents the source it
 // comes from, the flaw, the step names a StepHook sees (so a workload can
