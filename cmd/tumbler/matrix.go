@@ -92,25 +92,7 @@ Exit codes: 0 when every run matched its row's expectation, 1 when one did not
 			// The status line names the run in progress.
 			var status atomic.Pointer[func(runner.Status)]
 			opts := runner.Options{Store: store, Log: a.log, Status: func(s runner.Status) { (*status.Load())(s) }}
-			m, err := scenarios.RunMatrix(ctx, rows, seedList, shard, opts,
-				func(p scenarios.MatrixProgress) {
-					name := fmt.Sprintf("[%d/%d] %s seed %d", p.Index, p.Total, p.Scenario.Name, p.Seed)
-					if p.Result == nil {
-						f := a.statusFunc(name)
-						status.Store(&f)
-						return
-					}
-					a.con.clear()
-					r := p.Result
-					switch {
-					case r.Error != "":
-						a.con.printf("%s: ERROR: %s\n", name, r.Error)
-					case r.Matched:
-						a.con.printf("%s: %s as expected (%.1f s)\n", name, r.Observed, r.Elapsed.Seconds())
-					default:
-						a.con.printf("%s: NOT matched: %s (%.1f s)\n", name, r.Why, r.Elapsed.Seconds())
-					}
-				})
+			m, err := scenarios.RunMatrix(ctx, rows, seedList, shard, opts, a.matrixProgress(&status))
 			a.con.clear()
 			m.Refused = refused
 			interrupted := err != nil
@@ -131,6 +113,30 @@ Exit codes: 0 when every run matched its row's expectation, 1 when one did not
 	target.bindAccess(fs)
 	cmd.AddCommand(a.mergeCmd())
 	return cmd
+}
+
+// matrixProgress shows a matrix's runs: the status line names the run in
+// progress (through status, which the runs' Options.Status call), and a
+// line says how each run ended.
+func (a *app) matrixProgress(status *atomic.Pointer[func(runner.Status)]) func(scenarios.MatrixProgress) {
+	return func(p scenarios.MatrixProgress) {
+		name := fmt.Sprintf("[%d/%d] %s seed %d", p.Index, p.Total, p.Scenario.Name, p.Seed)
+		if p.Result == nil {
+			f := a.statusFunc(name)
+			status.Store(&f)
+			return
+		}
+		a.con.clear()
+		r := p.Result
+		switch {
+		case r.Error != "":
+			a.con.printf("%s: ERROR: %s\n", name, r.Error)
+		case r.Matched:
+			a.con.printf("%s: %s as expected (%.1f s)\n", name, r.Observed, r.Elapsed.Seconds())
+		default:
+			a.con.printf("%s: NOT matched: %s (%.1f s)\n", name, r.Why, r.Elapsed.Seconds())
+		}
+	}
 }
 
 // placeRows moves every row onto the target once per server. Rows the
