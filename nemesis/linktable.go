@@ -98,75 +98,7 @@ type linkOp struct {
 // is lifted by a zero delay, which keeps a blackhole's connections held),
 // and one call per distinct cut or delay.
 func (t *linkTable) reconcile(links []string) error {
-	var heals []string
-	ops := map[linkOp][]string{}
-	var order []linkOp
-	addOp := func(op linkOp, l string) {
-		if _, ok := ops[op]; !ok {
-			order = append(order, op)
-		}
-		ops[op] = append(ops[op], l)
-	}
-	seen := map[string]bool{}
-	want := map[string]linkState{}
-	for _, l := range links {
-		if seen[l] {
-			continue
-		}
-		seen[l] = true
-		w, have := t.desired(l), t.applied[l]
-		want[l] = w
-		if w == have && !t.dirty[l] {
-			continue
-		}
-		if w.empty() {
-			heals = append(heals, l)
-			continue
-		}
-		if t.dirty[l] || have.up.cut != "" && w.up.cut == "" || have.down.cut != "" && w.down.cut == "" {
-			heals = append(heals, l)
-			have = linkState{}
-		}
-		// Cuts: one call for both directions when they agree.
-		upCut := w.up.cut != "" && w.up.cut != have.up.cut
-		downCut := w.down.cut != "" && w.down.cut != have.down.cut
-		switch {
-		case upCut && downCut && w.up.cut == w.down.cut:
-			addOp(linkOp{cut: w.up.cut, dir: cluster.Both}, l)
-		default:
-			if upCut {
-				addOp(linkOp{cut: w.up.cut, dir: cluster.Upstream}, l)
-			}
-			if downCut {
-				addOp(linkOp{cut: w.down.cut, dir: cluster.Downstream}, l)
-			}
-		}
-		delayOp := func(want, have streamState) (linkOp, bool) {
-			switch {
-			case want.delayed && (!have.delayed || want.latency != have.latency || want.jitter != have.jitter):
-				return linkOp{latency: want.latency, jitter: want.jitter}, true
-			case !want.delayed && have.delayed:
-				return linkOp{}, true // a zero delay
-			}
-			return linkOp{}, false
-		}
-		up, upOK := delayOp(w.up, have.up)
-		down, downOK := delayOp(w.down, have.down)
-		switch {
-		case upOK && downOK && up == down:
-			up.dir = cluster.Both
-			addOp(up, l)
-		default:
-			if upOK {
-				up.dir = cluster.Upstream
-				addOp(up, l)
-			}
-			if downOK {
-				down.dir = cluster.Downstream
-				addOp(down, l)
-			}
-		}
-	}
+	p := t.plan(links)
 	var errs []error
 	bad := map[string]bool{}
 	call := func(links []string, err error) {
@@ -177,23 +109,23 @@ func (t *linkTable) reconcile(links []string) error {
 			}
 		}
 	}
-	if len(heals) > 0 { // Heal with no names would heal every link
-		call(heals, t.c.Heal(heals...))
+	if len(p.heals) > 0 { // Heal with no names would heal every link
+		call(p.heals, t.c.Heal(p.heals...))
 	}
 	// Cuts before delays, so that a link is never briefly delayed but open.
-	slices.SortStableFunc(order, func(a, b linkOp) int {
+	slices.SortStableFunc(p.order, func(a, b linkOp) int {
 		return cmp.Compare(boolInt(a.cut == ""), boolInt(b.cut == ""))
 	})
-	for _, op := range order {
+	for _, op := range p.order {
 		if op.cut != "" {
-			call(ops[op], t.c.Cut(op.cut, op.dir, ops[op]...))
+			call(p.ops[op], t.c.Cut(op.cut, op.dir, p.ops[op]...))
 		} else {
-			call(ops[op], t.c.Delay(op.latency, op.jitter, op.dir, ops[op]...))
+			call(p.ops[op], t.c.Delay(op.latency, op.jitter, op.dir, p.ops[op]...))
 		}
 	}
 	// A link whose call failed is in an unknown state: the next change to
 	// it heals it first.
-	for l, w := range want {
+	for l, w := range p.want {
 		switch {
 		case bad[l]:
 			t.dirty[l] = true
@@ -206,6 +138,94 @@ func (t *linkTable) reconcile(links []string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// linkPlan is what reconcile does: the links to heal, the calls to make
+// (each with the links it applies to, in the order first needed) and the
+// state each link is to have.
+type linkPlan struct {
+	heals []string
+	ops   map[linkOp][]string
+	order []linkOp
+	want  map[string]linkState
+}
+
+func (p *linkPlan) add(op linkOp, l string) {
+	if _, ok := p.ops[op]; !ok {
+		p.order = append(p.order, op)
+	}
+	p.ops[op] = append(p.ops[op], l)
+}
+
+// plan works out reconcile's calls for links: a link already as it should
+// be (and not dirty) needs none; one whose cut must go, or that is dirty,
+// is healed first; cuts and delays are one call for both directions when
+// they agree.
+func (t *linkTable) plan(links []string) *linkPlan {
+	p := &linkPlan{ops: map[linkOp][]string{}, want: map[string]linkState{}}
+	seen := map[string]bool{}
+	for _, l := range links {
+		if seen[l] {
+			continue
+		}
+		seen[l] = true
+		w, have := t.desired(l), t.applied[l]
+		p.want[l] = w
+		if w == have && !t.dirty[l] {
+			continue
+		}
+		if w.empty() {
+			p.heals = append(p.heals, l)
+			continue
+		}
+		if t.dirty[l] || have.up.cut != "" && w.up.cut == "" || have.down.cut != "" && w.down.cut == "" {
+			p.heals = append(p.heals, l)
+			have = linkState{}
+		}
+		// Cuts: one call for both directions when they agree.
+		upCut := w.up.cut != "" && w.up.cut != have.up.cut
+		downCut := w.down.cut != "" && w.down.cut != have.down.cut
+		switch {
+		case upCut && downCut && w.up.cut == w.down.cut:
+			p.add(linkOp{cut: w.up.cut, dir: cluster.Both}, l)
+		default:
+			if upCut {
+				p.add(linkOp{cut: w.up.cut, dir: cluster.Upstream}, l)
+			}
+			if downCut {
+				p.add(linkOp{cut: w.down.cut, dir: cluster.Downstream}, l)
+			}
+		}
+		up, upOK := delayOp(w.up, have.up)
+		down, downOK := delayOp(w.down, have.down)
+		switch {
+		case upOK && downOK && up == down:
+			up.dir = cluster.Both
+			p.add(up, l)
+		default:
+			if upOK {
+				up.dir = cluster.Upstream
+				p.add(up, l)
+			}
+			if downOK {
+				down.dir = cluster.Downstream
+				p.add(down, l)
+			}
+		}
+	}
+	return p
+}
+
+// delayOp is the delay call that takes one direction of a link from have
+// to want, if one is needed (a zero delay lifts one).
+func delayOp(want, have streamState) (linkOp, bool) {
+	switch {
+	case want.delayed && (!have.delayed || want.latency != have.latency || want.jitter != have.jitter):
+		return linkOp{latency: want.latency, jitter: want.jitter}, true
+	case !want.delayed && have.delayed:
+		return linkOp{}, true // a zero delay
+	}
+	return linkOp{}, false
 }
 
 func boolInt(b bool) int {
