@@ -11,6 +11,9 @@
 // directory of a valid attempt is removed unless Options.KeepAll, since a
 // long hunt makes hundreds; those of invalid, unknown and failed attempts
 // are kept.
+//
+// A hunt reads the run engine's judgement of each attempt and decides
+// nothing about a run; its exit code is outcome.HuntCode's.
 package hunt
 
 import (
@@ -27,6 +30,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/nemesis"
+	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/runner"
 )
 
@@ -179,7 +183,7 @@ const consecutiveFailures = 3
 
 // Run hunts: template (normalized first, runner.Plan.Normalize) with
 // schedules drawn from draw, seed after seed. The summary is returned (and written) also when the hunt ends early; the
-// error is for bad input (wrapping runner.ErrInput) or a hunt that could
+// error is for bad input (wrapping outcome.ErrInput) or a hunt that could
 // not record itself.
 func Run(ctx context.Context, template runner.Plan, draw runner.Draw, o Options) (*Summary, error) {
 	if o.Budget <= 0 {
@@ -292,7 +296,7 @@ func (h *hunter) loop(ctx context.Context, plan runner.Plan) error {
 			return fmt.Errorf("hunt summary: %w", werr)
 		}
 		switch {
-		case errors.Is(err, runner.ErrInput):
+		case errors.Is(err, outcome.ErrInput):
 			// A drawn plan the run refuses: the generator's fault.
 			return fmt.Errorf("seed %d: the run refused the drawn plan: %w", seed, err)
 		case err != nil:
@@ -336,7 +340,7 @@ func (h *hunter) attempt(ctx context.Context, plan runner.Plan) (Attempt, error)
 		a.Error = err.Error()
 	}
 	if out == nil {
-		a.Verdict, a.ExitCode = checker.Unknown, runner.ExitCodeOf(err)
+		a.Verdict, a.ExitCode = checker.Unknown, outcome.ErrorCode(err)
 		return a, err
 	}
 	a.Verdict, a.ExitCode, a.Interrupted = out.Judgement.Verdict, out.Judgement.ExitCode, out.Interrupted
@@ -401,16 +405,9 @@ func (h *hunter) found() int {
 	return n
 }
 
+// exitCode is the hunt's exit code (outcome.HuntCode).
 func (h *hunter) exitCode() int {
-	switch {
-	case h.s.First >= 0:
-		return runner.ExitInvalid
-	case h.failedInARow >= consecutiveFailures:
-		return runner.ExitHarness
-	case h.s.Interrupted || h.unknown:
-		return runner.ExitUnknown
-	}
-	return runner.ExitValid
+	return outcome.HuntCode(h.s.First >= 0, h.failedInARow >= consecutiveFailures, h.s.Interrupted || h.unknown)
 }
 
 // KindsOf lists the distinct fault kinds of a plan's schedule, in order:

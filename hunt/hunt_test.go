@@ -11,7 +11,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/nemesis"
-	"github.com/tumbler-dev/tumbler/reports"
+	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/runner"
 )
 
@@ -39,7 +39,7 @@ func fake(bad, unknown, broken map[int64]bool, seen *[]runner.Plan) RunFunc {
 			return nil, err
 		}
 		if broken[p.Seed] {
-			return &runner.Outcome{Dir: dir, Judgement: reports.Judgement{Verdict: checker.Unknown, ExitCode: runner.ExitHarness}}, errors.New("redis-server not found")
+			return &runner.Outcome{Dir: dir, Judgement: outcome.Judgement{Verdict: checker.Unknown, ExitCode: outcome.ExitHarness}}, errors.New("redis-server not found")
 		}
 		res := &checker.Result{Verdict: checker.Valid, Faults: []checker.FaultWindow{{ID: "f1"}, {ID: "f2", Skipped: true}}}
 		switch {
@@ -49,7 +49,7 @@ func fake(bad, unknown, broken map[int64]bool, seen *[]runner.Plan) RunFunc {
 		case unknown[p.Seed]:
 			res.Verdict = checker.Unknown
 		}
-		return &runner.Outcome{Dir: dir, Plan: p, Result: res, Judgement: reports.Judgement{Verdict: res.Verdict}}, nil
+		return &runner.Outcome{Dir: dir, Plan: p, Result: res, Judgement: outcome.Judgement{Verdict: res.Verdict}}, nil
 	}
 }
 
@@ -62,7 +62,7 @@ func TestHuntStopsAtTheFirstFind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Tried != 3 || s.First != 2 || s.ExitCode != runner.ExitInvalid || s.Stopped != "anomaly found" {
+	if s.Tried != 3 || s.First != 2 || s.ExitCode != outcome.ExitInvalid || s.Stopped != "anomaly found" {
 		t.Fatalf("tried %d first %d exit %d stopped %q", s.Tried, s.First, s.ExitCode, s.Stopped)
 	}
 	if s.FaultsApplied != 3 {
@@ -129,7 +129,7 @@ func TestHuntKeepGoingAndBounds(t *testing.T) {
 			t.Errorf("seed %d: --keep-all removed its report", a.Seed)
 		}
 	}
-	if s.Tried != 6 || found != 2 || s.First != 1 || s.ExitCode != runner.ExitInvalid {
+	if s.Tried != 6 || found != 2 || s.First != 1 || s.ExitCode != outcome.ExitInvalid {
 		t.Fatalf("tried %d found %d first %d exit %d", s.Tried, found, s.First, s.ExitCode)
 	}
 	// A kind not wanted does not count.
@@ -138,14 +138,14 @@ func TestHuntKeepGoingAndBounds(t *testing.T) {
 		Name: "h", Budget: time.Hour, MaxSeeds: 3, Store: t.TempDir(), Want: []checker.Kind{checker.StaleWrite},
 		Run: fake(map[int64]bool{2: true}, nil, nil, &seen),
 	})
-	if err != nil || s.First != -1 || s.ExitCode != runner.ExitValid || s.Tried != 3 {
+	if err != nil || s.First != -1 || s.ExitCode != outcome.ExitValid || s.Tried != 3 {
 		t.Fatalf("unwanted kind: %v first %d exit %d", err, s.First, s.ExitCode)
 	}
 	// The budget: no attempt starts without room for its time limit; the
 	// first always does.
 	seen = nil
 	s, err = Run(context.Background(), tmpl(t), draw, Options{Name: "h", Budget: time.Second, Store: t.TempDir(), Run: fake(nil, nil, nil, &seen)})
-	if err != nil || s.Tried != 1 || s.Stopped != "budget spent" || s.ExitCode != runner.ExitValid {
+	if err != nil || s.Tried != 1 || s.Stopped != "budget spent" || s.ExitCode != outcome.ExitValid {
 		t.Fatalf("budget: %v tried %d stopped %q exit %d", err, s.Tried, s.Stopped, s.ExitCode)
 	}
 }
@@ -155,14 +155,14 @@ func TestHuntHarnessFailuresAndInterrupt(t *testing.T) {
 	s, err := Run(context.Background(), tmpl(t), draw, Options{
 		Name: "h", Budget: time.Hour, Store: t.TempDir(), Run: fake(nil, nil, map[int64]bool{1: true, 2: true, 3: true, 4: true}, &seen),
 	})
-	if err != nil || s.ExitCode != runner.ExitHarness || s.Tried != 3 {
+	if err != nil || s.ExitCode != outcome.ExitHarness || s.Tried != 3 {
 		t.Fatalf("broken harness: %v exit %d tried %d", err, s.ExitCode, s.Tried)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	seen = nil
 	s, err = Run(ctx, tmpl(t), draw, Options{Name: "h", Budget: time.Hour, Store: t.TempDir(), Run: fake(nil, nil, nil, &seen)})
-	if err != nil || !s.Interrupted || s.ExitCode != runner.ExitUnknown || len(seen) != 0 {
+	if err != nil || !s.Interrupted || s.ExitCode != outcome.ExitUnknown || len(seen) != 0 {
 		t.Fatalf("interrupted: %v %+v", err, s)
 	}
 }
@@ -180,7 +180,7 @@ func TestHuntRefuses(t *testing.T) {
 		"concurrency 0":                 {runner.Draw{Kinds: draw.Kinds, Concurrency: -1}, Options{Name: "h", Budget: time.Minute, Run: run}},
 		"failover on independent nodes": {runner.Draw{Kinds: []nemesis.Kind{nemesis.Failover}}, Options{Name: "h", Budget: time.Minute, Run: run}},
 	} {
-		if _, err := Run(context.Background(), tmpl(t), c.d, c.o); !errors.Is(err, runner.ErrInput) {
+		if _, err := Run(context.Background(), tmpl(t), c.d, c.o); !errors.Is(err, outcome.ErrInput) {
 			t.Errorf("%s: %v, want bad input", name, err)
 		}
 	}

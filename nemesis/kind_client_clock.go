@@ -23,7 +23,7 @@ func (clientClock) needs() needs { return needs{clients: true} }
 func (clientClock) targets() targetKind { return targetsClients }
 
 func (clientClock) check(c *compiled, _ Setup) error {
-	if c.offset == 0 {
+	if c.span(c.Offset) == 0 {
 		return errors.New("needs a non-zero \"offset\"")
 	}
 	return nil
@@ -33,7 +33,7 @@ func (clientClock) apply(r *runner, i int, t target) error {
 	st := r.steps[i]
 	for _, cl := range t.clients {
 		st.undo = append(st.undo, func() error { return r.setClientOffset(cl, i, 0) })
-		if err := r.setClientOffset(cl, i, st.c.offset); err != nil {
+		if err := r.setClientOffset(cl, i, st.c.span(st.c.Offset)); err != nil {
 			return err
 		}
 	}
@@ -41,7 +41,7 @@ func (clientClock) apply(r *runner, i int, t target) error {
 }
 
 func (clientClock) describe(c *compiled, t target) string {
-	return fmt.Sprintf("shift the clock of %s by %s for %v", clientsText(c, t.clients), signed(c.offset), c.dur)
+	return fmt.Sprintf("shift the clock of %s by %s for %v", clientsText(c, t.clients), signed(c.span(c.Offset)), c.dur)
 }
 
 // draw: the holder of the next grant, or a client at random; an offset of

@@ -30,10 +30,10 @@ func (clock) traits() traits { return traits{forgets: true} }
 
 func (clock) check(c *compiled, _ Setup) error {
 	switch {
-	case c.offset == 0:
+	case c.span(c.Offset) == 0:
 		return errors.New("needs a non-zero \"offset\" (\"+2ttl\" ahead, \"-500ms\" behind)")
 	case c.Strobe.IsZero():
-	case c.strobe <= 0 || c.strobe >= c.dur:
+	case c.span(c.Strobe) <= 0 || c.span(c.Strobe) >= c.dur:
 		return fmt.Errorf("\"strobe\" %q must be positive and shorter than \"for\" %q", c.Strobe, c.For)
 	}
 	return nil
@@ -46,12 +46,12 @@ func (clock) apply(r *runner, i int, t target) error {
 	st.nodes = t.nodes
 	for _, n := range t.nodes {
 		st.undo = append(st.undo, func() error { return r.setNodeOffset(n, i, 0) })
-		if err := r.setNodeOffset(n, i, c.offset); err != nil {
+		if err := r.setNodeOffset(n, i, c.span(c.Offset)); err != nil {
 			return err
 		}
 	}
-	if c.strobe > 0 {
-		r.push(event{at: st.base + int64(c.strobe), kind: evTick, step: i})
+	if c.span(c.Strobe) > 0 {
+		r.push(event{at: st.base + int64(c.span(c.Strobe)), kind: evTick, step: i})
 	}
 	return nil
 }
@@ -66,7 +66,7 @@ func (clock) tick(r *runner, i int) {
 	st.strobeOn = !st.strobeOn
 	d := time.Duration(0)
 	if st.strobeOn {
-		d = c.offset
+		d = c.span(c.Offset)
 	}
 	for _, n := range st.nodes {
 		if err := r.setNodeOffset(n, i, d); err != nil {
@@ -74,17 +74,17 @@ func (clock) tick(r *runner, i int) {
 		}
 	}
 	st.toggles++
-	if next := st.base + int64(st.toggles+1)*int64(c.strobe); next < st.healAt {
+	if next := st.base + int64(st.toggles+1)*int64(c.span(c.Strobe)); next < st.healAt {
 		r.push(event{at: next, kind: evTick, step: i})
 	}
 }
 
 func (clock) describe(c *compiled, t target) string {
 	nodes := nodesText(c, t)
-	if c.strobe > 0 {
-		return fmt.Sprintf("strobe %s's clock between 0 and %s every %v for %v", nodes, signed(c.offset), c.strobe, c.dur)
+	if c.span(c.Strobe) > 0 {
+		return fmt.Sprintf("strobe %s's clock between 0 and %s every %v for %v", nodes, signed(c.span(c.Offset)), c.span(c.Strobe), c.dur)
 	}
-	return fmt.Sprintf("jump %s's clock by %s for %v", nodes, signed(c.offset), c.dur)
+	return fmt.Sprintf("jump %s's clock by %s for %v", nodes, signed(c.span(c.Offset)), c.dur)
 }
 
 // draw: aimed at the lease, a node it rests on (the primary, replicated)

@@ -260,7 +260,7 @@ func (r *runner) startMove(i int, m move) error {
 				return event{kind: evApplied, step: i, err: err}
 			}
 		}
-		if err := wait.For(ctx, c.lag); err != nil {
+		if err := wait.For(ctx, c.span(c.Lag)); err != nil {
 			return event{kind: evApplied, step: i, err: err}
 		}
 		t0 := time.Now()
@@ -320,8 +320,8 @@ func describeMove(c *compiled, how string, cut []string) string {
 			s += fmt.Sprintf(", wait for a grant of %q", c.Key)
 		}
 	}
-	if c.lag > 0 {
-		s += fmt.Sprintf(", wait %v", c.lag)
+	if c.span(c.Lag) > 0 {
+		s += fmt.Sprintf(", wait %v", c.span(c.Lag))
 	}
 	return s + ", then " + how
 }

@@ -30,9 +30,9 @@ func (latency) check(c *compiled, s Setup) error {
 	switch {
 	case c.shape == ShapeBridge || c.shape == ShapeSplit:
 		return fmt.Errorf("a %s is a partition shape", c.shape)
-	case c.latency < minDelay:
+	case c.span(c.Latency) < minDelay:
 		return fmt.Errorf("needs a \"latency\" of at least %v (toxiproxy works in milliseconds), got %q", minDelay, c.Latency)
-	case c.jitter < 0 || c.jitter > c.latency:
+	case c.span(c.Jitter) < 0 || c.span(c.Jitter) > c.span(c.Latency):
 		return fmt.Errorf("\"jitter\" %q must be between 0 and the latency %q", c.Jitter, c.Latency)
 	}
 	return nil

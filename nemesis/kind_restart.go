@@ -40,7 +40,7 @@ func (restart) apply(r *runner, i int, t target) error {
 		return err
 	}
 	st.settling = true
-	up, delay := st.slow, st.c.delay
+	up, delay := st.slow, st.c.span(st.c.Delay)
 	r.async(func(ctx context.Context) event {
 		err := wait.For(ctx, delay)
 		if err == nil {
@@ -54,8 +54,8 @@ func (restart) apply(r *runner, i int, t target) error {
 
 func (restart) describe(c *compiled, t target) string {
 	how := startText(c, t)
-	if c.delay > 0 {
-		return fmt.Sprintf("restart %s after %v down, %s", nodesText(c, t), c.delay, how)
+	if c.span(c.Delay) > 0 {
+		return fmt.Sprintf("restart %s after %v down, %s", nodesText(c, t), c.span(c.Delay), how)
 	}
 	return fmt.Sprintf("restart %s %s", nodesText(c, t), how)
 }

@@ -32,18 +32,18 @@ func (stepPause) check(c *compiled, _ Setup) error {
 	if c.LockStep == "" {
 		return errors.New("needs the lock \"step\" to arm")
 	}
-	if c.pause <= 0 {
+	if c.span(c.Pause) <= 0 {
 		return fmt.Errorf("needs a positive \"pause\", got %q", c.Pause)
 	}
 	return nil
 }
 
 func (stepPause) apply(r *runner, i int, t target) error {
-	return r.arm(i, t.clients, workloads.StepAction{Pause: r.steps[i].c.pause})
+	return r.arm(i, t.clients, workloads.StepAction{Pause: r.steps[i].c.span(r.steps[i].c.Pause)})
 }
 
 func (stepPause) describe(c *compiled, t target) string {
-	return fmt.Sprintf("arm %s to pause %v at lock step %q (armed for %v)", clientsText(c, t.clients), c.pause, c.LockStep, c.dur)
+	return fmt.Sprintf("arm %s to pause %v at lock step %q (armed for %v)", clientsText(c, t.clients), c.span(c.Pause), c.LockStep, c.dur)
 }
 
 // draw: as armDraw says; the pause past the TTL more often than not (that

@@ -1,12 +1,10 @@
 package nemesis
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/tumbler-dev/tumbler/cluster"
 )
@@ -186,7 +184,7 @@ func (r *runner) applyLinks(i int, t target) error {
 	}
 	st.fault.Desc = describeLinks(c, w, t, links)
 	st.fault.Targets = linkTargets(c, w, t, links)
-	lc := linkContrib{step: i, latency: c.latency, jitter: c.jitter}
+	lc := linkContrib{step: i, latency: c.span(c.Latency), jitter: c.span(c.Jitter)}
 	if !c.kind.traits().delays {
 		lc.cut = c.mode
 	}
@@ -269,7 +267,7 @@ func describeLinks(c *compiled, w world, t target, links []string) string {
 			nodes, clientsText(c, t.clients), c.dur, cutText(c))
 	}
 	if delay {
-		return fmt.Sprintf("delay %s by %v ± %v for %v%s", what, c.latency, c.jitter, c.dur, dirText(c.dir))
+		return fmt.Sprintf("delay %s by %v ± %v for %v%s", what, c.span(c.Latency), c.span(c.Jitter), c.dur, dirText(c.dir))
 	}
 	return fmt.Sprintf("cut %s for %v (%s)", what, c.dur, cutText(c))
 }
@@ -396,210 +394,4 @@ func without(all, drop []string) []string {
 		}
 	}
 	return out
-}
-
-// A link can carry several faults at once (a partition during a latency
-// fault, two partitions sharing a link), but the cluster keeps one cut and
-// one delay per direction and Heal clears both. The link table keeps every
-// active fault's contribution per link and sets each link to what they add
-// up to: per direction, the latest cut and the latest delay.
-
-// linkContrib is one fault's effect on one link.
-type linkContrib struct {
-	step            int
-	cut             cluster.CutMode // "" for a delay
-	latency, jitter time.Duration
-	up, down        bool // the directions it acts on
-}
-
-type streamState struct {
-	cut             cluster.CutMode
-	delayed         bool
-	latency, jitter time.Duration
-}
-
-type linkState struct{ up, down streamState }
-
-func (s linkState) empty() bool { return s == linkState{} }
-
-func streamsOf(dir cluster.Direction) (up, down bool) {
-	return dir != cluster.Downstream, dir != cluster.Upstream
-}
-
-type linkTable struct {
-	c       Cluster
-	active  map[string][]linkContrib // in the order applied
-	applied map[string]linkState     // what the cluster has now
-	dirty   map[string]bool          // unknown after a failed call: heal first
-}
-
-func newLinkTable(c Cluster) *linkTable {
-	return &linkTable{c: c, active: map[string][]linkContrib{}, applied: map[string]linkState{}, dirty: map[string]bool{}}
-}
-
-// add puts a fault's contribution on links and applies the result.
-func (t *linkTable) add(lc linkContrib, links []string) error {
-	for _, l := range links {
-		t.active[l] = append(t.active[l], lc)
-	}
-	return t.reconcile(links)
-}
-
-// remove takes a fault's contributions off links and applies the result.
-func (t *linkTable) remove(step int, links []string) error {
-	for _, l := range links {
-		t.active[l] = slices.DeleteFunc(t.active[l], func(c linkContrib) bool { return c.step == step })
-		if len(t.active[l]) == 0 {
-			delete(t.active, l)
-		}
-	}
-	return t.reconcile(links)
-}
-
-func (t *linkTable) desired(link string) linkState {
-	var s linkState
-	for _, c := range t.active[link] {
-		for _, st := range []struct {
-			on bool
-			s  *streamState
-		}{{c.up, &s.up}, {c.down, &s.down}} {
-			switch {
-			case !st.on:
-			case c.cut != "":
-				st.s.cut = c.cut
-			default:
-				st.s.delayed, st.s.latency, st.s.jitter = true, c.latency, c.jitter
-			}
-		}
-	}
-	return s
-}
-
-// linkOp is one cluster call, applied to every link it collects.
-type linkOp struct {
-	cut             cluster.CutMode // "" for a delay
-	latency, jitter time.Duration
-	dir             cluster.Direction
-}
-
-// reconcile sets links to what their active contributions add up to, with
-// as few cluster calls as it can: a heal only where a cut must go (a delay
-// is lifted by a zero delay, which keeps a blackhole's connections held),
-// and one call per distinct cut or delay.
-func (t *linkTable) reconcile(links []string) error {
-	var heals []string
-	ops := map[linkOp][]string{}
-	var order []linkOp
-	addOp := func(op linkOp, l string) {
-		if _, ok := ops[op]; !ok {
-			order = append(order, op)
-		}
-		ops[op] = append(ops[op], l)
-	}
-	seen := map[string]bool{}
-	want := map[string]linkState{}
-	for _, l := range links {
-		if seen[l] {
-			continue
-		}
-		seen[l] = true
-		w, have := t.desired(l), t.applied[l]
-		want[l] = w
-		if w == have && !t.dirty[l] {
-			continue
-		}
-		if w.empty() {
-			heals = append(heals, l)
-			continue
-		}
-		if t.dirty[l] || have.up.cut != "" && w.up.cut == "" || have.down.cut != "" && w.down.cut == "" {
-			heals = append(heals, l)
-			have = linkState{}
-		}
-		// Cuts: one call for both directions when they agree.
-		upCut := w.up.cut != "" && w.up.cut != have.up.cut
-		downCut := w.down.cut != "" && w.down.cut != have.down.cut
-		switch {
-		case upCut && downCut && w.up.cut == w.down.cut:
-			addOp(linkOp{cut: w.up.cut, dir: cluster.Both}, l)
-		default:
-			if upCut {
-				addOp(linkOp{cut: w.up.cut, dir: cluster.Upstream}, l)
-			}
-			if downCut {
-				addOp(linkOp{cut: w.down.cut, dir: cluster.Downstream}, l)
-			}
-		}
-		delayOp := func(want, have streamState) (linkOp, bool) {
-			switch {
-			case want.delayed && (!have.delayed || want.latency != have.latency || want.jitter != have.jitter):
-				return linkOp{latency: want.latency, jitter: want.jitter}, true
-			case !want.delayed && have.delayed:
-				return linkOp{}, true // a zero delay
-			}
-			return linkOp{}, false
-		}
-		up, upOK := delayOp(w.up, have.up)
-		down, downOK := delayOp(w.down, have.down)
-		switch {
-		case upOK && downOK && up == down:
-			up.dir = cluster.Both
-			addOp(up, l)
-		default:
-			if upOK {
-				up.dir = cluster.Upstream
-				addOp(up, l)
-			}
-			if downOK {
-				down.dir = cluster.Downstream
-				addOp(down, l)
-			}
-		}
-	}
-	var errs []error
-	bad := map[string]bool{}
-	call := func(links []string, err error) {
-		if err != nil {
-			errs = append(errs, err)
-			for _, l := range links {
-				bad[l] = true
-			}
-		}
-	}
-	if len(heals) > 0 { // Heal with no names would heal every link
-		call(heals, t.c.Heal(heals...))
-	}
-	// Cuts before delays, so that a link is never briefly delayed but open.
-	slices.SortStableFunc(order, func(a, b linkOp) int {
-		return cmp.Compare(boolInt(a.cut == ""), boolInt(b.cut == ""))
-	})
-	for _, op := range order {
-		if op.cut != "" {
-			call(ops[op], t.c.Cut(op.cut, op.dir, ops[op]...))
-		} else {
-			call(ops[op], t.c.Delay(op.latency, op.jitter, op.dir, ops[op]...))
-		}
-	}
-	// A link whose call failed is in an unknown state: the next change to
-	// it heals it first.
-	for l, w := range want {
-		switch {
-		case bad[l]:
-			t.dirty[l] = true
-		case w.empty():
-			delete(t.applied, l)
-			delete(t.dirty, l)
-		default:
-			t.applied[l] = w
-			delete(t.dirty, l)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

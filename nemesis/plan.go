@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/spans"
 )
 
 // Plan is a timed fault schedule: what Run executes and what Generate makes.
@@ -130,3 +131,9 @@ func DecodePlan(r io.Reader) (Plan, error) {
 
 // ParsePlan is DecodePlan of a byte slice.
 func ParsePlan(b []byte) (Plan, error) { return DecodePlan(bytes.NewReader(b)) }
+
+// Spans are the step's spans with their JSON names, in field order
+// (spans.Fields): the one walk over them that compiling a plan (which ones
+// are relative) and a shrink (halving durations and magnitudes) go
+// through. A span field added to Step is in it without further listing.
+func (st *Step) Spans() []spans.Field { return spans.Fields(st) }

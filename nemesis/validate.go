@@ -20,22 +20,29 @@ const minDelay = time.Millisecond
 // maxSteps bounds a plan; a schedule longer than this is a mistake.
 const maxSteps = 10000
 
-// compiled is a validated step with its spans resolved against the TTL.
+// compiled is a validated step with the TTL its spans resolve against
+// (span), and the spans every step has resolved: at, for and the
+// trigger's timeout (its default filled in).
 type compiled struct {
 	Step
 	kind faultKind
 	idx  int // position in Plan.Steps
 	// pick chooses among the nodes a selector finds: from the plan's seed
 	// and the step's number, so a replay picks the same.
-	pick                                                                 uint64
-	shape                                                                Shape
-	mode                                                                 cluster.CutMode
-	dir                                                                  cluster.Direction
-	at, dur, timeout, latency, jitter, delay, offset, strobe, lag, pause time.Duration
+	pick             uint64
+	shape            Shape
+	mode             cluster.CutMode
+	dir              cluster.Direction
+	ttl              time.Duration
+	at, dur, timeout time.Duration
 	// topology is the one the step was compiled for, so a sentence
 	// written before the step applies can name what it will do there.
 	topology cluster.Topology
 }
+
+// span is one of the step's spans (c.Latency, c.Strobe, …) resolved
+// against the plan's TTL.
+func (c *compiled) span(sp Span) time.Duration { return sp.Resolve(c.ttl) }
 
 // name is how errors and records refer to the step: numbered from 1.
 func (c *compiled) name() string { return fmt.Sprintf("step %d (%s)", c.idx+1, c.Fault) }
@@ -63,7 +70,7 @@ func (c *compiled) nodes(s Setup) []string {
 // lag). The time a node takes to start or a failover to complete is not
 // known in advance; Run refuses what still collides at run time.
 func (c *compiled) window() (from, to time.Duration) {
-	to = c.at + c.dur + c.delay + c.lag
+	to = c.at + c.dur + c.span(c.Delay) + c.span(c.Lag)
 	if c.triggered() {
 		to += c.timeout
 	}
@@ -88,8 +95,8 @@ func (p Plan) compile(s Setup) ([]*compiled, error) {
 	var errs []error
 	relative := false
 	for _, st := range p.Steps {
-		for _, sp := range st.spans() {
-			relative = relative || sp.Relative()
+		for _, f := range st.Spans() {
+			relative = relative || f.Span.Relative()
 		}
 	}
 	ttl := p.TTL.Resolve(0)
@@ -128,10 +135,6 @@ func (p Plan) compile(s Setup) ([]*compiled, error) {
 	return out, nil
 }
 
-func (st Step) spans() []Span {
-	return []Span{st.At, st.Timeout, st.For, st.Latency, st.Jitter, st.Delay, st.Offset, st.Strobe, st.Lag, st.Pause}
-}
-
 // splitmix is SplitMix64's finaliser: a well-mixed number from a seed.
 func splitmix(x uint64) uint64 {
 	x += 0x9e3779b97f4a7c15
@@ -141,7 +144,7 @@ func splitmix(x uint64) uint64 {
 }
 
 func compileStep(i int, st Step, ttl time.Duration, s Setup) (*compiled, error) {
-	c := &compiled{Step: st, idx: i, topology: s.Topology}
+	c := &compiled{Step: st, idx: i, topology: s.Topology, ttl: ttl}
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("step %d (%s): %s", i+1, st.Fault, fmt.Sprintf(format, args...))
 	}
@@ -161,9 +164,7 @@ func compileStep(i int, st Step, ttl time.Duration, s Setup) (*compiled, error) 
 			return nil, fail("%q does not apply to %s (it takes %s)", f, st.Fault, strings.Join(fk.fields(), ", "))
 		}
 	}
-	c.at, c.dur, c.timeout = st.At.Resolve(ttl), st.For.Resolve(ttl), st.Timeout.Resolve(ttl)
-	c.latency, c.jitter, c.delay = st.Latency.Resolve(ttl), st.Jitter.Resolve(ttl), st.Delay.Resolve(ttl)
-	c.offset, c.strobe, c.lag, c.pause = st.Offset.Resolve(ttl), st.Strobe.Resolve(ttl), st.Lag.Resolve(ttl), st.Pause.Resolve(ttl)
+	c.at, c.dur, c.timeout = c.span(st.At), c.span(st.For), c.span(st.Timeout)
 	if c.at < 0 {
 		return nil, fail("at %q is negative", st.At)
 	}
@@ -181,7 +182,7 @@ func compileStep(i int, st Step, ttl time.Duration, s Setup) (*compiled, error) 
 			return nil, fail("\"for\" %q is negative", st.For)
 		}
 	}
-	for name, d := range map[string]time.Duration{"delay": c.delay, "lag": c.lag} {
+	for name, d := range map[string]time.Duration{"delay": c.span(st.Delay), "lag": c.span(st.Lag)} {
 		if d < 0 {
 			return nil, fail("%q is negative", name)
 		}

@@ -27,9 +27,12 @@
 // with the reason, and index.html is always written.
 //
 // The matrix outputs (matrix.json, matrix-junit.xml and a terminal table)
-// collect the verdict of each catalog row on each seed; MergeMatrix joins
-// the outputs of shards run on different machines.
+// render a catalog matrix (scenarios/matrix: the verdict of each row on
+// each seed, its shards and their merge).
 //
-// Data flows one way: the run engine hands a Run to Write; this package
-// reads nothing back from the engine.
+// This package only renders: what a run means — its verdict, exit code
+// and whether it reproduced a catalog row's expectation — is package
+// outcome's (outcome.Judgement, made once by the run engine), and is shown
+// here as given. Data flows one way: the run engine hands a Run to Write;
+// this package reads nothing back from the engine.
 package reports

@@ -2,7 +2,6 @@ package reports
 
 import (
 	"bytes"
-	_ "embed"
 	"encoding/json"
 	"fmt"
 	"html/template"
@@ -15,8 +14,11 @@ import (
 	"strings"
 	"time"
 
+	_ "embed"
+
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/outcome"
 )
 
 //go:embed index.tmpl
@@ -42,7 +44,7 @@ type indexPage struct {
 	Name, Description, Source string
 	Verdict                   checker.Verdict
 	VerdictUpper              string
-	Expected                  *Reproduction
+	Expected                  *outcome.Reproduction
 	Summary                   []Param
 	Interrupted               bool
 	End                       string

@@ -2,8 +2,6 @@ package reports
 
 import (
 	"bytes"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,18 +9,16 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/checker"
+	"github.com/tumbler-dev/tumbler/outcome"
+	"github.com/tumbler-dev/tumbler/scenarios/matrix"
 )
 
 var (
-	expDouble = Expectation{Verdict: checker.Invalid, Kind: checker.DoubleGrant, Text: "invalid: double grant"}
-	expValid  = Expectation{Verdict: checker.Valid}
+	expDouble = outcome.Expectation{Verdict: checker.Invalid, Kind: checker.DoubleGrant, Text: "invalid: double grant"}
+	expValid  = outcome.Expectation{Verdict: checker.Valid}
 )
 
-func seed(s int64, observed checker.Verdict, matched bool, first int64) SeedResult {
-	return SeedResult{Seed: s, Observed: observed, Matched: matched, FirstAnomaly: first, Elapsed: time.Duration(s) * time.Second, ReportDir: "runs/x/" + string(rune('0'+s))}
-}
-
-func writeShard(t *testing.T, dir, name string, m Matrix) string {
+func writeShard(t *testing.T, dir, name string, m matrix.Matrix) string {
 	t.Helper()
 	path := filepath.Join(dir, name)
 	if err := WriteMatrixJSON(path, m); err != nil {
@@ -31,135 +27,33 @@ func writeShard(t *testing.T, dir, name string, m Matrix) string {
 	return path
 }
 
-func TestRowStatus(t *testing.T) {
-	for _, tc := range []struct {
-		seeds []SeedResult
-		want  Status
-	}{
-		{nil, Empty},
-		{[]SeedResult{seed(1, checker.Invalid, true, 5), seed(2, checker.Invalid, true, 7)}, Holds},
-		{[]SeedResult{seed(1, checker.Invalid, true, 5), seed(2, checker.Valid, false, -1)}, Broken},
-		{[]SeedResult{seed(1, checker.Invalid, true, 5), {Seed: 2, Error: "redis-server did not start", FirstAnomaly: -1}}, Errored},
-		{[]SeedResult{{Seed: 2, Error: "boom", FirstAnomaly: -1}, seed(3, checker.Valid, false, -1)}, Broken},
-	} {
-		if got := RowStatus(tc.seeds); got != tc.want {
-			t.Errorf("%+v: %s, want %s", tc.seeds, got, tc.want)
-		}
-	}
+// seed is a seed result of a row, elapsed s seconds.
+func seed(s int64, observed checker.Verdict, matched bool, first int64) matrix.SeedResult {
+	return matrix.SeedResult{Seed: s, Observed: observed, Matched: matched, FirstAnomaly: first, Elapsed: time.Duration(s) * time.Second, ReportDir: "runs/x/" + string(rune('0'+s))}
 }
 
-func TestParseShard(t *testing.T) {
-	if s, err := ParseShard("2/3"); err != nil || s != (Shard{2, 3}) {
-		t.Errorf("2/3: %v %v", s, err)
-	}
-	for _, bad := range []string{"", "3", "0/3", "4/3", "a/b", "1/0", "-1/2"} {
-		if _, err := ParseShard(bad); err == nil {
-			t.Errorf("%q parses", bad)
-		}
-	}
-	// Round robin: every unit in exactly one shard.
-	for k := range 10 {
-		n := 0
-		for i := 1; i <= 3; i++ {
-			if (Shard{i, 3}).Owns(k) {
-				n++
-			}
-		}
-		if n != 1 {
-			t.Errorf("unit %d is in %d shards", k, n)
-		}
-	}
-}
-
-// Shards split by row and by seed merge into one matrix; shards that do
-// not fit together are refused with an error naming the problem.
-func TestMergeMatrix(t *testing.T) {
+// A matrix that contradicts itself is not written; one written is read
+// back as it was.
+func TestWriteMatrixJSON(t *testing.T) {
 	dir := t.TempDir()
-	a := writeShard(t, dir, "a.json", Matrix{Shard: &Shard{1, 2}, SeedsPerRow: 3, Rows: []MatrixRow{
-		{Scenario: "single-failover", Expected: expDouble, Seeds: []SeedResult{seed(3, checker.Invalid, true, 3e9), seed(1, checker.Invalid, true, 2e9)}},
-		{Scenario: "single-baseline", Expected: expValid, Seeds: []SeedResult{seed(1, checker.Valid, true, -1), seed(2, checker.Valid, true, -1), seed(3, checker.Valid, true, -1)}},
-	}})
-	b := writeShard(t, dir, "b.json", Matrix{Shard: &Shard{2, 2}, SeedsPerRow: 3, Rows: []MatrixRow{
-		{Scenario: "single-failover", Expected: expDouble, Seeds: []SeedResult{seed(2, checker.Valid, false, -1)}},
-		{Scenario: "redlock-restart-empty", Expected: expDouble, Seeds: []SeedResult{seed(1, checker.Invalid, true, 1e9), {Seed: 2, Error: "redis-server exited", FirstAnomaly: -1}}},
-	}})
-	m, err := MergeMatrix(b, a)
-	if err != nil {
-		t.Fatal(err)
+	m := matrix.Matrix{SeedsPerRow: 2, Rows: []matrix.Row{{Scenario: "single-failover", Expected: expDouble,
+		Seeds: []matrix.SeedResult{seed(1, checker.Invalid, true, 2e9), seed(2, checker.Valid, false, -1)}}}}
+	back, err := matrix.Read(writeShard(t, dir, "m.json", m))
+	if err != nil || len(back.Rows) != 1 || back.Rows[0].Status != matrix.Broken || len(back.Rows[0].Seeds) != 2 {
+		t.Fatalf("read back %+v, %v", back, err)
 	}
-	if m.Shard != nil || m.SeedsPerRow != 3 || len(m.Rows) != 3 {
-		t.Fatalf("merged: %+v", m)
-	}
-	var names []string
-	for _, r := range m.Rows {
-		names = append(names, r.Scenario)
-	}
-	if !slices.Equal(names, []string{"single-failover", "single-baseline", "redlock-restart-empty"}) {
-		t.Errorf("row order %v", names)
-	}
-	var seeds []int64
-	for _, s := range m.Rows[0].Seeds {
-		seeds = append(seeds, s.Seed)
-	}
-	if !slices.Equal(seeds, []int64{1, 2, 3}) || m.Rows[0].Status != Broken || m.Rows[1].Status != Holds || m.Rows[2].Status != Errored {
-		t.Errorf("rows: %+v", m.Rows)
-	}
-
-	// Written and read back, it is the same matrix.
-	whole := writeShard(t, dir, "whole.json", *m)
-	back, err := ReadMatrixJSON(whole)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j1, _ := json.Marshal(m)
-	j2, _ := json.Marshal(back)
-	if !bytes.Equal(j1, j2) {
-		t.Errorf("round trip changed the matrix:\n%s\n%s", j1, j2)
-	}
-
-	bad := func(name string, m Matrix) string { return writeShard(t, dir, name, m) }
-	overlap := bad("overlap.json", Matrix{Shard: &Shard{2, 2}, SeedsPerRow: 3, Rows: []MatrixRow{
-		{Scenario: "single-failover", Expected: expDouble, Seeds: []SeedResult{seed(3, checker.Invalid, true, 1)}}}})
-	otherExp := bad("exp.json", Matrix{Shard: &Shard{2, 2}, SeedsPerRow: 3, Rows: []MatrixRow{
-		{Scenario: "single-baseline", Expected: expDouble, Seeds: []SeedResult{seed(9, checker.Invalid, true, 1)}}}})
-	otherCount := bad("count.json", Matrix{Shard: &Shard{2, 3}, SeedsPerRow: 3})
-	otherSeeds := bad("seeds.json", Matrix{Shard: &Shard{2, 2}, SeedsPerRow: 10})
-	dupShard := bad("dup.json", Matrix{Shard: &Shard{1, 2}, SeedsPerRow: 3})
-	notJSON := filepath.Join(dir, "garbage.json")
-	os.WriteFile(notJSON, []byte("{\"rows\": [}"), 0o644)
-	for _, tc := range []struct {
-		files []string
-		want  string
-	}{
-		{[]string{a, overlap}, "seed 3 is in both"},
-		{[]string{a, otherExp}, `scenario "single-baseline"`},
-		{[]string{a, otherCount}, "not shards of one matrix"},
-		{[]string{a, otherSeeds}, "runs 3 seeds per row but"},
-		{[]string{a, dupShard}, "are both shard 1/2"},
-		{[]string{a}, "shard 2/2 missing"},
-		{[]string{a, notJSON}, "is not a matrix.json"},
-		{[]string{a, filepath.Join(dir, "none.json")}, "no such file"},
-		{nil, "no matrix files"},
-	} {
-		_, err := MergeMatrix(tc.files...)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("merge %v: error %v, want %q", tc.files, err, tc.want)
-		}
-	}
-
-	// A matrix that contradicts itself is not written.
-	if err := WriteMatrixJSON(filepath.Join(dir, "x.json"), Matrix{Rows: []MatrixRow{{Scenario: "a", Expected: expValid}, {Scenario: "a", Expected: expValid}}}); err == nil {
+	if err := WriteMatrixJSON(filepath.Join(dir, "x.json"), matrix.Matrix{Rows: []matrix.Row{{Scenario: "a", Expected: expValid}, {Scenario: "a", Expected: expValid}}}); err == nil {
 		t.Error("a scenario listed twice was written")
 	}
-	if err := WriteMatrixJSON(filepath.Join(dir, "x.json"), Matrix{Rows: []MatrixRow{{Scenario: "a", Expected: Expectation{Verdict: "perhaps"}}}}); err == nil {
+	if err := WriteMatrixJSON(filepath.Join(dir, "x.json"), matrix.Matrix{Rows: []matrix.Row{{Scenario: "a", Expected: outcome.Expectation{Verdict: "perhaps"}}}}); err == nil {
 		t.Error("an impossible expectation was written")
 	}
 }
 
 func TestMatrixJUnitAndTable(t *testing.T) {
-	m := Matrix{SeedsPerRow: 3, Rows: []MatrixRow{
-		{Scenario: "single-failover", Expected: expDouble, Seeds: []SeedResult{seed(1, checker.Invalid, true, 2e9), seed(2, checker.Valid, false, -1), seed(3, checker.Invalid, true, 3_500_000_000)}},
-		{Scenario: "single-baseline", Expected: expValid, Seeds: []SeedResult{seed(1, checker.Valid, true, -1), {Seed: 2, Error: "redis-server exited", FirstAnomaly: -1}}},
+	m := matrix.Matrix{SeedsPerRow: 3, Rows: []matrix.Row{
+		{Scenario: "single-failover", Expected: expDouble, Seeds: []matrix.SeedResult{seed(1, checker.Invalid, true, 2e9), seed(2, checker.Valid, false, -1), seed(3, checker.Invalid, true, 3_500_000_000)}},
+		{Scenario: "single-baseline", Expected: expValid, Seeds: []matrix.SeedResult{seed(1, checker.Valid, true, -1), {Seed: 2, Error: "redis-server exited", FirstAnomaly: -1}}},
 	}}
 	path := filepath.Join(t.TempDir(), "matrix-junit.xml")
 	if err := WriteMatrixJUnit(path, m); err != nil {
@@ -192,23 +86,23 @@ func TestMatrixJUnitAndTable(t *testing.T) {
 // differ, and refused rows are listed.
 func TestMatrixPerServer(t *testing.T) {
 	dir := t.TempDir()
-	a := writeShard(t, dir, "a.json", Matrix{Shard: &Shard{1, 2}, SeedsPerRow: 2,
-		Rows: []MatrixRow{
-			{Scenario: "same", Server: "redis", Expected: expDouble, Seeds: []SeedResult{seed(1, checker.Invalid, true, 5e8)}},
-			{Scenario: "same", Server: "valkey", Expected: expDouble, Seeds: []SeedResult{seed(1, checker.Invalid, true, 6e8)}},
-			{Scenario: "apart", Server: "redis", Expected: expValid, Seeds: []SeedResult{seed(1, checker.Valid, true, -1)}},
-			{Scenario: "apart", Server: "valkey", Expected: expValid, Seeds: []SeedResult{seed(1, checker.Invalid, false, 9e8)}},
+	a := writeShard(t, dir, "a.json", matrix.Matrix{Shard: &matrix.Shard{Index: 1, Count: 2}, SeedsPerRow: 2,
+		Rows: []matrix.Row{
+			{Scenario: "same", Server: "redis", Expected: expDouble, Seeds: []matrix.SeedResult{seed(1, checker.Invalid, true, 5e8)}},
+			{Scenario: "same", Server: "valkey", Expected: expDouble, Seeds: []matrix.SeedResult{seed(1, checker.Invalid, true, 6e8)}},
+			{Scenario: "apart", Server: "redis", Expected: expValid, Seeds: []matrix.SeedResult{seed(1, checker.Valid, true, -1)}},
+			{Scenario: "apart", Server: "valkey", Expected: expValid, Seeds: []matrix.SeedResult{seed(1, checker.Invalid, false, 9e8)}},
 		},
-		Refused: []Refused{{Scenario: "clocky", Server: "valkey", Reason: "clocky cannot run on the external provider: no clock hook"}}})
-	b := writeShard(t, dir, "b.json", Matrix{Shard: &Shard{2, 2}, SeedsPerRow: 2,
-		Rows: []MatrixRow{
-			{Scenario: "same", Server: "redis", Expected: expDouble, Seeds: []SeedResult{seed(2, checker.Invalid, true, 4e8)}},
-			{Scenario: "same", Server: "valkey", Expected: expDouble, Seeds: []SeedResult{seed(2, checker.Invalid, true, 4e8)}},
-			{Scenario: "apart", Server: "redis", Expected: expValid, Seeds: []SeedResult{seed(2, checker.Valid, true, -1)}},
-			{Scenario: "apart", Server: "valkey", Expected: expValid, Seeds: []SeedResult{seed(2, checker.Valid, true, -1)}},
+		Refused: []matrix.Refused{{Scenario: "clocky", Server: "valkey", Reason: "clocky cannot run on the external provider: no clock hook"}}})
+	b := writeShard(t, dir, "b.json", matrix.Matrix{Shard: &matrix.Shard{Index: 2, Count: 2}, SeedsPerRow: 2,
+		Rows: []matrix.Row{
+			{Scenario: "same", Server: "redis", Expected: expDouble, Seeds: []matrix.SeedResult{seed(2, checker.Invalid, true, 4e8)}},
+			{Scenario: "same", Server: "valkey", Expected: expDouble, Seeds: []matrix.SeedResult{seed(2, checker.Invalid, true, 4e8)}},
+			{Scenario: "apart", Server: "redis", Expected: expValid, Seeds: []matrix.SeedResult{seed(2, checker.Valid, true, -1)}},
+			{Scenario: "apart", Server: "valkey", Expected: expValid, Seeds: []matrix.SeedResult{seed(2, checker.Valid, true, -1)}},
 		},
-		Refused: []Refused{{Scenario: "clocky", Server: "valkey", Reason: "clocky cannot run on the external provider: no clock hook"}}})
-	m, err := MergeMatrix(a, b)
+		Refused: []matrix.Refused{{Scenario: "clocky", Server: "valkey", Reason: "clocky cannot run on the external provider: no clock hook"}}})
+	m, err := matrix.Merge(a, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,8 +129,8 @@ func TestMatrixPerServer(t *testing.T) {
 		t.Errorf("refused rows not listed:\n%s", buf.String())
 	}
 	// The same scenario and seed on two servers is no overlap; on one it is.
-	if _, err := MergeMatrix(a, writeShard(t, dir, "c.json", Matrix{Shard: &Shard{2, 2}, SeedsPerRow: 2,
-		Rows: []MatrixRow{{Scenario: "same", Server: "valkey", Expected: expDouble, Seeds: []SeedResult{seed(1, checker.Invalid, true, 1)}}}})); err == nil || !strings.Contains(err.Error(), "valkey seed 1") {
+	if _, err := matrix.Merge(a, writeShard(t, dir, "c.json", matrix.Matrix{Shard: &matrix.Shard{Index: 2, Count: 2}, SeedsPerRow: 2,
+		Rows: []matrix.Row{{Scenario: "same", Server: "valkey", Expected: expDouble, Seeds: []matrix.SeedResult{seed(1, checker.Invalid, true, 1)}}}})); err == nil || !strings.Contains(err.Error(), "valkey seed 1") {
 		t.Errorf("overlap on one server: %v", err)
 	}
 }

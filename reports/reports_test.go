@@ -16,6 +16,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/outcome"
 )
 
 // parsedJUnit is read with its own types, not the writer's.
@@ -354,18 +355,18 @@ func mustCheck(t *testing.T, ops []history.Op) *checker.Result {
 // met the expectation is not reproduced, and its valid verdict exits 2).
 func TestJudgementShownAsGiven(t *testing.T) {
 	base := corpusRun(t, filepath.Join("..", "checker", "testdata", "double-grant.jsonl"))
-	exp := Expectation{Verdict: checker.Invalid, Kind: checker.DoubleGrant, Text: "invalid: double grant"}
+	exp := outcome.Expectation{Verdict: checker.Invalid, Kind: checker.DoubleGrant, Text: "invalid: double grant"}
 	for _, tc := range []struct {
 		name string
-		j    Judgement
+		j    outcome.Judgement
 	}{
-		{"reproduced", Judgement{Verdict: checker.Invalid, ExitCode: 1, Expected: &Reproduction{Expected: exp, Observed: checker.Invalid,
+		{"reproduced", outcome.Judgement{Verdict: checker.Invalid, ExitCode: 1, Expected: &outcome.Reproduction{Expected: exp, Observed: checker.Invalid,
 			Reproduced: true, Why: "invalid as expected: double-grant at 0.401 s", FirstAnomaly: 401_000_000, Faults: []string{"f1"}}}},
-		{"interrupted", Judgement{Verdict: checker.Invalid, ExitCode: 1, Expected: &Reproduction{Expected: exp, Observed: checker.Invalid,
+		{"interrupted", outcome.Judgement{Verdict: checker.Invalid, ExitCode: 1, Expected: &outcome.Reproduction{Expected: exp, Observed: checker.Invalid,
 			Why: "interrupted before its time limit: invalid as expected", FirstAnomaly: 401_000_000}}},
-		{"valid but interrupted", Judgement{Verdict: checker.Valid, ExitCode: 2, Expected: &Reproduction{Expected: Expectation{Verdict: checker.Valid},
+		{"valid but interrupted", outcome.Judgement{Verdict: checker.Valid, ExitCode: 2, Expected: &outcome.Reproduction{Expected: outcome.Expectation{Verdict: checker.Valid},
 			Observed: checker.Valid, Why: "interrupted before its time limit: valid as expected", FirstAnomaly: -1}}},
-		{"no expectation", Judgement{Verdict: checker.Invalid, ExitCode: 1}},
+		{"no expectation", outcome.Judgement{Verdict: checker.Invalid, ExitCode: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := base
@@ -426,19 +427,6 @@ func TestJudgementShownAsGiven(t *testing.T) {
 				t.Errorf("junit failure says %q, the judgement %q", c.Failure.Message, rep.Why)
 			}
 		})
-	}
-}
-
-func TestExpectationValidate(t *testing.T) {
-	for _, good := range []Expectation{{Verdict: checker.Valid}, {Verdict: checker.Invalid}, {Verdict: checker.Invalid, Kind: checker.DoubleGrant}, {Verdict: checker.Unknown}} {
-		if err := good.Validate(); err != nil {
-			t.Errorf("%+v: %v", good, err)
-		}
-	}
-	for _, bad := range []Expectation{{Verdict: "maybe"}, {Verdict: checker.Valid, Kind: checker.DoubleGrant}} {
-		if bad.Validate() == nil {
-			t.Errorf("%+v validates", bad)
-		}
 	}
 }
 
@@ -733,7 +721,7 @@ func TestRandomCheckedRuns(t *testing.T) {
 		verdicts[res.Verdict]++
 		r := Run{Name: fmt.Sprintf("random-%d", round), Ops: ops, Result: res, TTL: time.Second}
 		r = judged(r)
-		r.Judgement.Expected = &Reproduction{Expected: Expectation{Verdict: checker.Invalid, Kind: checker.DoubleGrant}, Observed: res.Verdict, Why: "as given", FirstAnomaly: -1}
+		r.Judgement.Expected = &outcome.Reproduction{Expected: outcome.Expectation{Verdict: checker.Invalid, Kind: checker.DoubleGrant}, Observed: res.Verdict, Why: "as given", FirstAnomaly: -1}
 		dir, files := writeReport(t, r)
 		page := readFile(t, files.Index())
 		checkAnchors(t, page)

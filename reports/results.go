@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/checker"
+	"github.com/tumbler-dev/tumbler/outcome"
 )
 
 // Results is the content of results.json: the checker's result with the
@@ -25,7 +26,7 @@ type Results struct {
 	Params      []Param       `json:"params,omitempty"`
 	Interrupted bool          `json:"interrupted,omitempty"`
 	// Judgement: verdict, exit_code and, for a catalog row, expected.
-	Judgement
+	outcome.Judgement
 	// CheckError says why there is no result.
 	CheckError string `json:"check_error,omitempty"`
 	// Ops is the number of history records the report saw.

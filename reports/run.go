@@ -14,6 +14,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/outcome"
 )
 
 // Run is everything the run engine knows at the end of a run.
@@ -44,7 +45,7 @@ type Run struct {
 	CheckError string
 	// Judgement is the run engine's verdict, exit code and, for a catalog
 	// row, reproduction: every file shows it as given.
-	Judgement Judgement
+	Judgement outcome.Judgement
 	// Logs maps a node's name to the path of its Redis log.
 	Logs map[string]string
 	// Interrupted: the run was stopped (Ctrl-C, killed) and the report

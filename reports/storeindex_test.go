@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/checker"
+	"github.com/tumbler-dev/tumbler/outcome"
 )
 
 // storeRunDir makes a run directory under store: plan.json, and
@@ -40,22 +41,22 @@ func TestStoreIndex(t *testing.T) {
 	t0 := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 	storeRunDir(t, store, "redlock-restart-empty/20261123T100000.000", `{"name": "redlock-restart-empty", "seed": 3}`, &Results{
 		Name: "redlock-restart-empty", Seed: 3, Started: t0,
-		Judgement: Judgement{Verdict: checker.Invalid, ExitCode: 1, Expected: &Reproduction{
-			Expected: Expectation{Verdict: checker.Invalid, Kind: checker.DoubleGrant}, Reproduced: true}},
+		Judgement: outcome.Judgement{Verdict: checker.Invalid, ExitCode: 1, Expected: &outcome.Reproduction{
+			Expected: outcome.Expectation{Verdict: checker.Invalid, Kind: checker.DoubleGrant}, Reproduced: true}},
 	})
 	storeRunDir(t, store, "single-baseline/20261123T110000.000", `{"name": "single-baseline", "seed": 1}`, &Results{
 		Name: "single-baseline", Seed: 1, Started: t0.Add(time.Hour),
-		Judgement: Judgement{Verdict: checker.Invalid, ExitCode: 1, Expected: &Reproduction{
-			Expected: Expectation{Verdict: checker.Valid}, Reproduced: false}},
+		Judgement: outcome.Judgement{Verdict: checker.Invalid, ExitCode: 1, Expected: &outcome.Reproduction{
+			Expected: outcome.Expectation{Verdict: checker.Valid}, Reproduced: false}},
 	})
 	storeRunDir(t, store, "adhoc<script>/20261123T120000.000", `{"name": "adhoc<script>", "seed": 7}`, &Results{
-		Name: "adhoc<script>", Seed: 7, Started: t0.Add(2 * time.Hour), Judgement: Judgement{Verdict: checker.Valid},
+		Name: "adhoc<script>", Seed: 7, Started: t0.Add(2 * time.Hour), Judgement: outcome.Judgement{Verdict: checker.Valid},
 	})
 	// Killed before its report: listed as unfinished, named by its plan.
 	storeRunDir(t, store, "killed/20261123T130000.000", `{"name": "killed", "seed": 9}`, nil)
 	// A hunt's attempt, deeper down.
 	storeRunDir(t, store, "hunts/h/20261123T090000.000/seed-4/20261123T090001.000", `{"name": "seed-4", "seed": 4}`, &Results{
-		Name: "seed-4", Seed: 4, Started: t0.Add(-time.Hour), Judgement: Judgement{Verdict: checker.Unknown, ExitCode: 2},
+		Name: "seed-4", Seed: 4, Started: t0.Add(-time.Hour), Judgement: outcome.Judgement{Verdict: checker.Unknown, ExitCode: 2},
 	})
 	// Not runs: an analysis in progress, the latest link, a directory
 	// without plan.json.
@@ -156,7 +157,7 @@ func TestStoreIndexConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			name := "row" + string(rune('a'+i))
-			storeRunDir(t, store, name+"/20261123T100000.000", `{"name": "`+name+`", "seed": 1}`, &Results{Name: name, Seed: 1, Judgement: Judgement{Verdict: checker.Valid}})
+			storeRunDir(t, store, name+"/20261123T100000.000", `{"name": "`+name+`", "seed": 1}`, &Results{Name: name, Seed: 1, Judgement: outcome.Judgement{Verdict: checker.Valid}})
 			if err := WriteStoreIndex(store); err != nil {
 				t.Error(err)
 			}

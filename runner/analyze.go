@@ -14,6 +14,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/reports"
 )
 
@@ -46,12 +47,12 @@ import (
 // *history.TruncatedError (errors.As), the convention of history.Decode.
 func Analyze(dir string, opts Options) (*Outcome, error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("%w: %s is not a run directory", ErrInput, dir)
+		return nil, fmt.Errorf("%w: %s is not a run directory", outcome.ErrInput, dir)
 	}
 	planPath := filepath.Join(dir, reports.PlanFile)
 	planInfo, err := os.Stat(planPath)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s is not a run directory (it has no %s): %w", ErrInput, dir, reports.PlanFile, err)
+		return nil, fmt.Errorf("%w: %s is not a run directory (it has no %s): %w", outcome.ErrInput, dir, reports.PlanFile, err)
 	}
 	plan, err := LoadPlan(planPath)
 	if err != nil {

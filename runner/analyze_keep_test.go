@@ -15,6 +15,7 @@ import (
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/nemesis"
+	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/reports"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
@@ -84,7 +85,7 @@ func TestAnalyzeNeverDestroys(t *testing.T) {
 		At: span(t, "1s"), Trigger: nemesis.TriggerGrant, Key: "tumbler:0",
 		Fault: nemesis.Restart, Nodes: []string{"n1"}, Persistence: cluster.PersistNone,
 	}}
-	exp := &reports.Expectation{Verdict: checker.Invalid, Kind: checker.DoubleGrant}
+	exp := &outcome.Expectation{Verdict: checker.Invalid, Kind: checker.DoubleGrant}
 	ctx := t.Context()
 	out, err := Run(ctx, p, Options{Store: t.TempDir(), Expected: exp, Command: "tumbler reproduce keep --seed 1"})
 	if err != nil {
@@ -169,7 +170,7 @@ func TestAnalyzeNeverDestroys(t *testing.T) {
 			}
 			before := snapshot(t, dir)
 			o, err := Analyze(dir, Options{})
-			if !errors.Is(err, ErrHistory) || !errors.Is(err, ErrInput) || errors.Is(err, ErrPlan) || o != nil {
+			if !errors.Is(err, ErrHistory) || !errors.Is(err, outcome.ErrInput) || errors.Is(err, ErrPlan) || o != nil {
 				t.Fatalf("Analyze: %v (outcome %v), want ErrHistory and no outcome", err, o)
 			}
 			msg := err.Error()
@@ -197,7 +198,7 @@ func TestAnalyzeNeverDestroys(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := snapshot(t, dir)
-	if o, err := Analyze(dir, Options{}); err == nil || errors.Is(err, ErrInput) || o != nil || !strings.Contains(err.Error(), "the old one is kept") {
+	if o, err := Analyze(dir, Options{}); err == nil || errors.Is(err, outcome.ErrInput) || o != nil || !strings.Contains(err.Error(), "the old one is kept") {
 		t.Fatalf("a report that cannot be written: %v (outcome %v)", err, o)
 	}
 	sameFiles(t, "unwritable report", before, snapshot(t, dir))

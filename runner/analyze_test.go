@@ -13,6 +13,7 @@ import (
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/nemesis"
+	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/reports"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
@@ -115,7 +116,7 @@ func TestAnalyze(t *testing.T) {
 		t.Fatalf("malformed history: %v, outcome %+v", err, o)
 	}
 
-	if _, err := Analyze(t.TempDir(), Options{}); !errors.Is(err, ErrInput) {
+	if _, err := Analyze(t.TempDir(), Options{}); !errors.Is(err, outcome.ErrInput) {
 		t.Fatalf("empty directory: %v", err)
 	}
 	if out.Result.Verdict != checker.Invalid {

@@ -3,7 +3,9 @@
 // workload and the nemesis against it while both append to one history on
 // disk, checks that history and writes the run's report directory. Every
 // run, whatever its origin, goes through Run: a scenario is data, not a
-// code path.
+// code path. The run is judged once, through package outcome
+// (outcome.Judge: the verdict, the exit code, whether a catalog row's
+// expectation was reproduced), and every output shows that judgement.
 package runner
 
 import (
@@ -24,6 +26,7 @@ import (
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/nemesis"
+	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/reports"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
@@ -43,7 +46,7 @@ type Options struct {
 	// Expected is the catalog row's expectation, which the run is judged
 	// against (Outcome.Judgement), and Source where the failure mode is
 	// documented, for the report.
-	Expected *reports.Expectation
+	Expected *outcome.Expectation
 	Source   string
 	// WorkerLog receives the client processes' stderr (default: a file in
 	// the run directory).
@@ -89,13 +92,13 @@ type Outcome struct {
 	Report reports.Files
 	// Judgement is the run's verdict, its exit code and, with
 	// Options.Expected, whether it reproduced the expectation: decided once,
-	// here, and shown as is by the report (index.html, results.json,
+	// here (outcome.Judge), and shown as is by the report (index.html, results.json,
 	// junit.xml), the command line and the matrix.
-	Judgement reports.Judgement
+	Judgement outcome.Judgement
 }
 
-// Run executes plan and returns its outcome. An error wrapping ErrInput
-// (ErrPlan) is bad input; any other error is a failure of the harness. When
+// Run executes plan and returns its outcome. An error wrapping
+// outcome.ErrInput (ErrPlan) is bad input; any other error is a failure of the harness. When
 // the run got far enough to make its directory, the outcome is returned
 // with the error (its Judgement.ExitCode is the error's) and the report
 // directory holds what was recorded. The plan is normalized (Normalize)
@@ -386,9 +389,9 @@ func (r *run) outcome(runErr error) *Outcome {
 			}
 		}
 	}
-	out.Judgement = judge(r.opts.Expected, judged{
-		result: r.result, err: runErr, interrupted: r.interrupted,
-		elapsed: r.elapsed, faults: len(r.plan.Faults) > 0,
+	out.Judgement = outcome.Judge(r.opts.Expected, outcome.Facts{
+		Result: r.result, Err: runErr, Interrupted: r.interrupted,
+		Elapsed: r.elapsed, Faults: len(r.plan.Faults) > 0,
 	})
 	return out
 }

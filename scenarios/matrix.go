@@ -6,8 +6,9 @@ import (
 	"strings"
 
 	"github.com/tumbler-dev/tumbler/checker"
-	"github.com/tumbler-dev/tumbler/reports"
+	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/runner"
+	"github.com/tumbler-dev/tumbler/scenarios/matrix"
 )
 
 // SeedRun is one run of a row as reproduce and the matrix show it: the
@@ -15,10 +16,10 @@ import (
 // made (runner.Outcome.Judgement, the same the run's report shows), and
 // the faults its first anomaly names, as the nemesis recorded them.
 type SeedRun struct {
-	reports.SeedResult
+	matrix.SeedResult
 	// Reproduction is the run engine's judgement of the row's expectation;
 	// nil when the run failed before it could be judged.
-	Reproduction *reports.Reproduction
+	Reproduction *outcome.Reproduction
 	// Why says in one sentence why the run matched or not
 	// (Reproduction.Why), or why it failed.
 	Why string
@@ -30,7 +31,7 @@ type SeedRun struct {
 // report (the run engine judges the run against the expectation), and
 // returns the run as a matrix keeps it (SeedRunOf). opts.Command defaults
 // to the command that replays this run. err is the runner's: an error
-// wrapping runner.ErrInput is bad input, any other a harness failure; the
+// wrapping outcome.ErrInput is bad input, any other a harness failure; the
 // SeedRun then carries it in Error, with whatever outcome the run left.
 func Reproduce(ctx context.Context, s Scenario, seed int64, opts runner.Options) (SeedRun, *runner.Outcome, error) {
 	opts.Expected = s.Expected()
@@ -48,7 +49,7 @@ func Reproduce(ctx context.Context, s Scenario, seed int64, opts runner.Options)
 // (Judgement.Expected.Reproduced). A run that failed is an error, neither
 // matched nor mismatched.
 func SeedRunOf(seed int64, out *runner.Outcome, err error) SeedRun {
-	sr := SeedRun{SeedResult: reports.SeedResult{Seed: seed, FirstAnomaly: -1}}
+	sr := SeedRun{SeedResult: matrix.SeedResult{Seed: seed, FirstAnomaly: -1}}
 	if out != nil {
 		sr.Elapsed, sr.ReportDir = out.Elapsed, out.Dir
 		sr.Reproduction = out.Judgement.Expected
@@ -94,16 +95,16 @@ type MatrixProgress struct {
 
 // RunMatrix runs every row on every seed — or, with shard, the runs the
 // shard owns, dealt round robin over the row×seed runs in order — one
-// after another, and collects the verdicts (reports.Matrix). A run that
+// after another, and collects the verdicts (matrix.Matrix). A run that
 // fails is an error in its SeedResult and the matrix goes on; only ctx
 // stops it early, returning what ran so far with ctx's error. Each run's
 // command is its reproduce command (opts.Command is ignored). progress
 // may be nil.
-func RunMatrix(ctx context.Context, rows []Scenario, seeds []int64, shard *reports.Shard, opts runner.Options, progress func(MatrixProgress)) (reports.Matrix, error) {
-	m := reports.Matrix{Shard: shard, SeedsPerRow: len(seeds)}
+func RunMatrix(ctx context.Context, rows []Scenario, seeds []int64, shard *matrix.Shard, opts runner.Options, progress func(MatrixProgress)) (matrix.Matrix, error) {
+	m := matrix.Matrix{Shard: shard, SeedsPerRow: len(seeds)}
 	if shard != nil {
 		if err := shard.Validate(); err != nil {
-			return m, fmt.Errorf("%w: %w", runner.ErrInput, err)
+			return m, fmt.Errorf("%w: %w", outcome.ErrInput, err)
 		}
 	}
 	type unit struct {
@@ -141,10 +142,10 @@ func RunMatrix(ctx context.Context, rows []Scenario, seeds []int64, shard *repor
 		if !ok {
 			i = len(m.Rows)
 			rowAt[u.row] = i
-			m.Rows = append(m.Rows, reports.MatrixRow{Scenario: s.Name, Server: s.Plan.Server.Name(), Expected: s.Expect})
+			m.Rows = append(m.Rows, matrix.Row{Scenario: s.Name, Server: s.Plan.Server.Name(), Expected: s.Expect})
 		}
 		m.Rows[i].Seeds = append(m.Rows[i].Seeds, j.SeedResult)
-		m.Rows[i].Status = reports.RowStatus(m.Rows[i].Seeds)
+		m.Rows[i].Status = matrix.RowStatus(m.Rows[i].Seeds)
 		if progress != nil {
 			p.Result, p.Outcome = &j, out
 			progress(p)

@@ -11,13 +11,15 @@ import (
 
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/nemesis"
+	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/reports"
 	"github.com/tumbler-dev/tumbler/runner"
+	"github.com/tumbler-dev/tumbler/scenarios/matrix"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
 
 func invalidRow() Scenario {
-	return Scenario{Name: "row", Expect: reports.Expectation{Verdict: checker.Invalid, Kind: checker.DoubleGrant, Text: "invalid: double grant"}}
+	return Scenario{Name: "row", Expect: outcome.Expectation{Verdict: checker.Invalid, Kind: checker.DoubleGrant, Text: "invalid: double grant"}}
 }
 
 func doubleGrant() *checker.Result {
@@ -33,10 +35,10 @@ func doubleGrant() *checker.Result {
 // Describe says it in a sentence.
 func TestSeedRunOf(t *testing.T) {
 	s := invalidRow()
-	rep := &reports.Reproduction{Expected: s.Expect, Observed: checker.Invalid, Reproduced: true,
+	rep := &outcome.Reproduction{Expected: s.Expect, Observed: checker.Invalid, Reproduced: true,
 		Why: "invalid as expected: double-grant at 3.420 s", FirstAnomaly: 3_420_000_000, Faults: []string{"f1"}}
 	out := &runner.Outcome{Dir: "d", Result: doubleGrant(), Elapsed: 12 * time.Second,
-		Judgement: reports.Judgement{Verdict: checker.Invalid, ExitCode: runner.ExitInvalid, Expected: rep}}
+		Judgement: outcome.Judgement{Verdict: checker.Invalid, ExitCode: outcome.ExitInvalid, Expected: rep}}
 	j := SeedRunOf(4, out, nil)
 	if !j.Matched || j.Seed != 4 || j.Observed != checker.Invalid || j.FirstAnomaly != 3_420_000_000 || j.ReportDir != "d" ||
 		j.Elapsed != 12*time.Second || j.Why != rep.Why || len(j.Faults) != 1 || j.Faults[0].Desc != "restart n1 empty" {
@@ -97,7 +99,7 @@ func TestRunMatrixShard(t *testing.T) {
 	s := quickBaseline(t)
 	store := t.TempDir()
 	var events []MatrixProgress
-	m, err := RunMatrix(context.Background(), []Scenario{s}, []int64{1, 2}, &reports.Shard{Index: 1, Count: 2},
+	m, err := RunMatrix(context.Background(), []Scenario{s}, []int64{1, 2}, &matrix.Shard{Index: 1, Count: 2},
 		runner.Options{Store: store}, func(p MatrixProgress) { events = append(events, p) })
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +108,7 @@ func TestRunMatrixShard(t *testing.T) {
 		t.Fatalf("matrix: %+v", m)
 	}
 	r := m.Rows[0].Seeds[0]
-	if r.Seed != 1 || !r.Matched || r.Observed != checker.Valid || r.Error != "" || m.Rows[0].Status != reports.Holds {
+	if r.Seed != 1 || !r.Matched || r.Observed != checker.Valid || r.Error != "" || m.Rows[0].Status != matrix.Holds {
 		t.Fatalf("seed result: %+v (status %s)", r, m.Rows[0].Status)
 	}
 	if _, err := os.Stat(filepath.Join(r.ReportDir, reports.IndexFile)); err != nil {
@@ -122,15 +124,15 @@ func TestRunMatrixShard(t *testing.T) {
 	// The other shard owns seed 2 only; a cancelled context runs nothing.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	m, err = RunMatrix(ctx, []Scenario{s}, []int64{1, 2}, &reports.Shard{Index: 2, Count: 2}, runner.Options{Store: store}, nil)
+	m, err = RunMatrix(ctx, []Scenario{s}, []int64{1, 2}, &matrix.Shard{Index: 2, Count: 2}, runner.Options{Store: store}, nil)
 	if !errors.Is(err, context.Canceled) || len(m.Rows) != 0 {
 		t.Fatalf("cancelled: %v, %+v", err, m)
 	}
-	if _, err := RunMatrix(context.Background(), []Scenario{s}, []int64{1}, &reports.Shard{Index: 3, Count: 2}, runner.Options{}, nil); !errors.Is(err, runner.ErrInput) {
+	if _, err := RunMatrix(context.Background(), []Scenario{s}, []int64{1}, &matrix.Shard{Index: 3, Count: 2}, runner.Options{}, nil); !errors.Is(err, outcome.ErrInput) {
 		t.Fatalf("impossible shard: %v", err)
 	}
 	// Two shards of one row on one seed: the second has nothing to run.
-	m, err = RunMatrix(context.Background(), []Scenario{s}, []int64{1}, &reports.Shard{Index: 2, Count: 2}, runner.Options{Store: store}, nil)
+	m, err = RunMatrix(context.Background(), []Scenario{s}, []int64{1}, &matrix.Shard{Index: 2, Count: 2}, runner.Options{Store: store}, nil)
 	if err != nil || len(m.Rows) != 0 {
 		t.Fatalf("empty shard: %v, %+v", err, m)
 	}

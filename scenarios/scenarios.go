@@ -2,7 +2,12 @@
 // (ARCHITECTURE.md, "The failure modes and their sources"): each row is data — a run plan plus what the run must show
 // and where the failure mode is documented — embedded from catalog/*.json.
 // The same run engine executes every row; a user adds a row by writing the
-// same JSON to a file (Load).
+// same JSON to a file (Load). A row's expectation is an outcome.Expectation,
+// which the run engine judges the run against.
+//
+// The matrix — every row on several seeds, in shards — runs here
+// (RunMatrix); its model is the subpackage scenarios/matrix, which sits
+// low so that reports can render it.
 package scenarios
 
 import (
@@ -16,7 +21,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/tumbler-dev/tumbler/reports"
+	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/runner"
 )
 
@@ -28,7 +33,7 @@ type Scenario struct {
 	// Source is where the failure mode is documented.
 	Source string `json:"source"`
 	// Expect is the verdict (and anomaly kind) the row must give.
-	Expect reports.Expectation `json:"expect"`
+	Expect outcome.Expectation `json:"expect"`
 	// NotReproduced, when set, says why this row does not (yet) give its
 	// expected verdict on every seed. Such a row is still listed and run,
 	// never hidden and never forced.
@@ -172,7 +177,7 @@ func (s Scenario) PlanFor(seed int64) runner.Plan {
 }
 
 // Expected is the row's expectation with the catalog's words.
-func (s Scenario) Expected() *reports.Expectation {
+func (s Scenario) Expected() *outcome.Expectation {
 	e := s.Expect
 	return &e
 }

@@ -9,13 +9,15 @@
 // The search is greedy, in passes, to a fixed point or the budget: cut the
 // schedule and the time limit just after the anomaly, drop fault steps in
 // halves, then in quarters… then one by one (as delta debugging does),
-// halve the time limit, each step's duration and magnitude, then fewer
+// halve the time limit, each step's spans but its start (its duration,
+// its trigger's timeout, its magnitudes: Step.Spans), then fewer
 // clients and keys. Each kept candidate is the new base.
 //
 // A shrink's directory holds shrink.json (every candidate and its replays),
 // plan.json (the minimal plan), row.json (a ready catalog row) and the
 // report directories of the kept candidates' failing replays; the reports
 // of rejected candidates are removed (their plans are in shrink.json).
+// The command's exit code is outcome.ShrinkCode's.
 package shrink
 
 import (
@@ -25,7 +27,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,8 +34,7 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/checker"
-	"github.com/tumbler-dev/tumbler/nemesis"
-	"github.com/tumbler-dev/tumbler/reports"
+	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/runner"
 	"github.com/tumbler-dev/tumbler/scenarios"
 )
@@ -143,7 +143,7 @@ func (o Options) withDefaults() Options {
 }
 
 // Validate checks the replays, the failures needed and the budget (zero
-// values take the defaults); errors wrap runner.ErrInput.
+// values take the defaults); errors wrap outcome.ErrInput.
 func (o Options) Validate() error {
 	o = o.withDefaults()
 	switch {
@@ -161,7 +161,7 @@ func (o Options) Validate() error {
 var ErrNotFailing = errors.New("nothing to shrink")
 
 // KindsOf returns the anomaly kinds of a checked run, or an error wrapping
-// runner.ErrInput when the run has none (it was valid or not checked).
+// outcome.ErrInput when the run has none (it was valid or not checked).
 func KindsOf(res *checker.Result, dir string) ([]checker.Kind, error) {
 	if res == nil || res.Verdict != checker.Invalid {
 		v := checker.Unknown
@@ -183,7 +183,7 @@ func KindsOf(res *checker.Result, dir string) ([]checker.Kind, error) {
 // (normalized first, runner.Plan.Normalize: its candidates and the minimal
 // plan carry every default). The result is returned (and written) also
 // when the search ends early; the error is for bad options (wrapping
-// runner.ErrInput), an interrupted search returns its result and the
+// outcome.ErrInput), an interrupted search returns its result and the
 // context's error.
 func Shrink(ctx context.Context, plan runner.Plan, o Options) (*Result, error) {
 	o = o.withDefaults()
@@ -381,176 +381,6 @@ func (s *shrinker) base() runner.Plan {
 
 func (s *shrinker) ttl() time.Duration { return s.res.Minimal.TTL.Resolve(0) }
 
-// truncate drops the steps that start after the anomaly and cuts the time
-// limit to a TTL past it (rounded up to a tenth of a second).
-func (s *shrinker) truncate(ctx context.Context) bool {
-	if s.at <= 0 {
-		return false
-	}
-	p := s.base()
-	ttl := s.ttl()
-	var kept []nemesis.Step
-	for _, st := range p.Faults {
-		if st.At.Resolve(ttl) <= s.at {
-			kept = append(kept, st)
-		}
-	}
-	limit := roundUp(s.at+ttl, 100*time.Millisecond)
-	cur := p.TimeLimit.Resolve(ttl)
-	if len(kept) == len(p.Faults) && limit >= cur {
-		return false
-	}
-	p.Faults = kept
-	if limit < cur {
-		p.TimeLimit = nemesis.Fixed(limit)
-	}
-	if !valid(p) {
-		return false
-	}
-	return s.try(ctx, fmt.Sprintf("cut after the anomaly at %v: %d steps, time limit %v", s.at.Round(time.Millisecond), len(kept), p.TimeLimit), p)
-}
-
-func roundUp(d, to time.Duration) time.Duration {
-	return time.Duration(math.Ceil(float64(d)/float64(to))) * to
-}
-
-// dropSteps removes chunks of steps, halves first, then smaller, as
-// delta debugging's complement step does.
-func (s *shrinker) dropSteps(ctx context.Context) bool {
-	progress := false
-	for n := 2; ; {
-		steps := s.res.Minimal.Faults
-		if len(steps) == 0 {
-			return progress
-		}
-		n = min(n, len(steps))
-		size := (len(steps) + n - 1) / n
-		dropped := false
-		for from := 0; from < len(steps) && !dropped; from += size {
-			to := min(from+size, len(steps))
-			p := s.base()
-			p.Faults = slices.Delete(p.Faults, from, to)
-			if !valid(p) {
-				continue
-			}
-			what := fmt.Sprintf("drop step %d", from+1)
-			if to-from > 1 {
-				what = fmt.Sprintf("drop steps %d-%d", from+1, to)
-			}
-			if s.try(ctx, what+" ("+stepsText(steps[from:to])+")", p) {
-				dropped, progress = true, true
-			}
-			if ctx.Err() != nil || s.spent() {
-				return progress
-			}
-		}
-		switch {
-		case dropped:
-			n = max(n-1, 2)
-		case size == 1:
-			return progress
-		default:
-			n *= 2
-		}
-	}
-}
-
-func stepsText(steps []nemesis.Step) string {
-	out := make([]string, len(steps))
-	for i, st := range steps {
-		out[i] = string(st.Fault)
-	}
-	return strings.Join(out, ", ")
-}
-
-// halveTimeLimit shortens the time limit, not below the end of the last
-// step (its start, its duration and a TTL).
-func (s *shrinker) halveTimeLimit(ctx context.Context) bool {
-	p := s.base()
-	ttl := s.ttl()
-	cur := p.TimeLimit.Resolve(ttl)
-	floor := ttl
-	for _, st := range p.Faults {
-		floor = max(floor, st.At.Resolve(ttl)+st.For.Resolve(ttl)+ttl)
-	}
-	for _, f := range []float64{0.5, 0.75} {
-		next := roundUp(time.Duration(float64(cur)*f), 100*time.Millisecond)
-		if next < floor || next >= cur {
-			continue
-		}
-		p.TimeLimit = nemesis.Fixed(next)
-		if valid(p) && s.try(ctx, fmt.Sprintf("time limit %v", next), p) {
-			return true
-		}
-	}
-	return false
-}
-
-// milder halves each step's duration and magnitudes, one field of one step
-// at a time.
-func (s *shrinker) milder(ctx context.Context) bool {
-	progress := false
-	for i := 0; i < len(s.res.Minimal.Faults); i++ {
-		for _, f := range []struct {
-			name string
-			get  func(*nemesis.Step) *nemesis.Span
-		}{
-			{"for", func(st *nemesis.Step) *nemesis.Span { return &st.For }},
-			{"offset", func(st *nemesis.Step) *nemesis.Span { return &st.Offset }},
-			{"latency", func(st *nemesis.Step) *nemesis.Span { return &st.Latency }},
-			{"pause", func(st *nemesis.Step) *nemesis.Span { return &st.Pause }},
-			{"delay", func(st *nemesis.Step) *nemesis.Span { return &st.Delay }},
-			{"lag", func(st *nemesis.Step) *nemesis.Span { return &st.Lag }},
-		} {
-			p := s.base()
-			v := f.get(&p.Faults[i])
-			if v.IsZero() {
-				continue
-			}
-			half := v.Scale(0.5)
-			if half.IsZero() || half.String() == v.String() {
-				continue
-			}
-			old := *v
-			*v = half
-			if !valid(p) {
-				continue
-			}
-			if s.try(ctx, fmt.Sprintf("step %d (%s): %s %s → %s", i+1, p.Faults[i].Fault, f.name, old, half), p) {
-				progress = true
-			}
-			if ctx.Err() != nil || s.spent() {
-				return progress
-			}
-		}
-	}
-	return progress
-}
-
-// fewer lowers the number of clients (halving, then one less, not below
-// two: a lock needs a contender) and of keys (down to one).
-func (s *shrinker) fewer(ctx context.Context) bool {
-	progress := false
-	for _, n := range []func(w int) int{func(w int) int { return max(2, w/2) }, func(w int) int { return w - 1 }} {
-		p := s.base()
-		c := p.Workload.Clients
-		if next := n(c); next >= 2 && next < c {
-			p.Workload.Clients = next
-			if valid(p) && s.try(ctx, fmt.Sprintf("%d clients", next), p) {
-				progress = true
-			}
-		}
-	}
-	p := s.base()
-	if k := p.Workload.Keys; k > 1 {
-		p.Workload.Keys = 1
-		if valid(p) && s.try(ctx, "1 key", p) {
-			progress = true
-		}
-	}
-	return progress
-}
-
 // row is the minimal plan as a catalog row: its faults as the failing
 // replay describes them, the anomaly kind expected.
 func (s *shrinker) row() scenarios.Scenario {
@@ -574,7 +404,7 @@ func (s *shrinker) row() scenarios.Scenario {
 		Name:   name,
 		What:   fmt.Sprintf("%s on %s with %d clients: %s; a %s follows (shrunk from %d to %d fault steps)", m.Lock.Variant, m.Topology, m.Workload.Clients, desc, kind, len(s.res.Original.Faults), len(m.Faults)),
 		Source: source,
-		Expect: reports.Expectation{Verdict: checker.Invalid, Kind: kind, Text: "invalid: " + strings.ReplaceAll(string(kind), "-", " ")},
+		Expect: outcome.Expectation{Verdict: checker.Invalid, Kind: kind, Text: "invalid: " + strings.ReplaceAll(string(kind), "-", " ")},
 		Plan:   m,
 	}
 }

@@ -6,13 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/nemesis"
-	"github.com/tumbler-dev/tumbler/reports"
+	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/runner"
 	"github.com/tumbler-dev/tumbler/scenarios"
 )
@@ -47,23 +48,31 @@ func foundPlan(t *testing.T) runner.Plan {
 // clients contend. The known minimum is the partition and the restart,
 // the partition 2 s long, 3 clients or fewer (not below 2), one key.
 func fake(calls *atomic.Int64) RunFunc {
+	return fakeRun(calls, func(p runner.Plan) bool {
+		var cut, restart bool
+		for _, s := range p.Faults {
+			cut = cut || s.Fault == nemesis.Partition && s.For.Resolve(time.Second) >= 2*time.Second
+			restart = restart || s.Fault == nemesis.Restart
+		}
+		return cut && restart
+	})
+}
+
+// fakeRun fails a plan as fake does when fails says so, the run lasts at
+// least 6 s and at least two clients contend.
+func fakeRun(calls *atomic.Int64, fails func(runner.Plan) bool) RunFunc {
 	return func(_ context.Context, p runner.Plan, o runner.Options) (*runner.Outcome, error) {
 		calls.Add(1)
 		dir := filepath.Join(o.Store, p.Name, time.Now().Format("150405.000000000"))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
-		var cut, restart bool
-		for _, s := range p.Faults {
-			cut = cut || s.Fault == nemesis.Partition && s.For.Resolve(time.Second) >= 2*time.Second
-			restart = restart || s.Fault == nemesis.Restart
-		}
 		res := &checker.Result{Verdict: checker.Valid}
-		if cut && restart && p.TimeLimit.Resolve(time.Second) >= 6*time.Second && p.Workload.Clients >= 2 {
+		if fails(p) && p.TimeLimit.Resolve(time.Second) >= 6*time.Second && p.Workload.Clients >= 2 {
 			res = &checker.Result{Verdict: checker.Invalid, Anomalies: []checker.Anomaly{{Kind: checker.DoubleGrant, At: int64(5 * time.Second)}},
 				Faults: []checker.FaultWindow{{ID: "f1", Desc: "partition n4, n5 from everything", Start: int64(2 * time.Second)}, {ID: "f2", Desc: "restart n3 empty", Start: int64(4 * time.Second)}}}
 		}
-		return &runner.Outcome{Dir: dir, Plan: p, Result: res, Judgement: reports.Judgement{Verdict: res.Verdict}}, nil
+		return &runner.Outcome{Dir: dir, Plan: p, Result: res, Judgement: outcome.Judgement{Verdict: res.Verdict}}, nil
 	}
 }
 
@@ -164,11 +173,11 @@ func TestShrinkRefuses(t *testing.T) {
 		{Kinds: []checker.Kind{checker.DoubleGrant}, Dir: "x", Replays: -1},
 		{Kinds: []checker.Kind{checker.DoubleGrant}, Dir: "x", Budget: -time.Second},
 	} {
-		if _, err := Shrink(context.Background(), p, o); !errors.Is(err, runner.ErrInput) {
+		if _, err := Shrink(context.Background(), p, o); !errors.Is(err, outcome.ErrInput) {
 			t.Errorf("%+v: %v, want bad input", o, err)
 		}
 	}
-	if _, err := KindsOf(&checker.Result{Verdict: checker.Valid}, "d"); !errors.Is(err, ErrNotFailing) || !errors.Is(err, runner.ErrInput) {
+	if _, err := KindsOf(&checker.Result{Verdict: checker.Valid}, "d"); !errors.Is(err, ErrNotFailing) || !errors.Is(err, outcome.ErrInput) {
 		t.Errorf("a valid run: %v", err)
 	}
 }
@@ -182,5 +191,60 @@ func TestShrinkBudget(t *testing.T) {
 	// The plan as found is always replayed; nothing after it.
 	if !res.Exhausted || len(res.Candidates) != 1 {
 		t.Fatalf("exhausted %v, %d candidates", res.Exhausted, len(res.Candidates))
+	}
+}
+
+// A shrink halves every span of a step but its start — a clock fault's
+// strobe, a latency's jitter, a trigger's timeout too — and keeps only
+// halves the step's kind accepts (a strobe shorter than the fault, a jitter
+// within the latency).
+func TestShrinkHalvesEverySpan(t *testing.T) {
+	p, err := runner.ParsePlan([]byte(`{
+  "name": "spans", "seed": 3, "topology": "independent:3", "ttl": "1s",
+  "lock": {"variant": "redlock"},
+  "workload": {"kind": "fenced-write", "clients": 2, "keys": 1},
+  "time_limit": "8s",
+  "faults": [
+    {"at": "1s", "fault": "clock", "nodes": ["n1"], "offset": "0.8ttl", "strobe": "400ms", "for": "2s"},
+    {"at": "1s", "fault": "latency", "nodes": ["n2"], "latency": "80ms", "jitter": "60ms", "for": "1s"},
+    {"at": "0s", "trigger": "grant", "key": "tumbler:0", "timeout": "2s", "fault": "kill", "node": "lease", "for": "1s"}
+  ]
+}`), "spans")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Any magnitude fails, as long as the three faults are there.
+	var calls atomic.Int64
+	run := fakeRun(&calls, func(p runner.Plan) bool { return len(p.Faults) == 3 })
+	res, err := Shrink(context.Background(), p, Options{Kinds: []checker.Kind{checker.DoubleGrant}, Dir: t.TempDir(), Budget: time.Hour, Run: run, Replays: 1, Need: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"step 1 (clock): strobe 400ms → 200ms", "step 2 (latency): jitter 60ms → 30ms", "step 3 (kill): timeout 2s → 1s"} {
+		if !slices.ContainsFunc(res.Candidates, func(c Candidate) bool { return c.Change == want && c.Kept }) {
+			t.Errorf("no kept candidate %q", want)
+		}
+	}
+	m := res.Minimal
+	clock, lat, kill := m.Faults[0], m.Faults[1], m.Faults[2]
+	if s := clock.Strobe.Resolve(time.Second); s <= 0 || s >= 200*time.Millisecond || s >= clock.For.Resolve(time.Second) {
+		t.Errorf("strobe %v (for %v): want halved more than once, positive and shorter than the fault", s, clock.For)
+	}
+	if j := lat.Jitter.Resolve(0); j <= 0 || j >= 30*time.Millisecond || j > lat.Latency.Resolve(0) {
+		t.Errorf("jitter %v (latency %v): want halved more than once and within the latency", j, lat.Latency)
+	}
+	if to := kill.Timeout.Resolve(0); to <= 0 || to >= time.Second {
+		t.Errorf("timeout %v: want halved more than once", to)
+	}
+	if clock.At.String() != "1s" || lat.At.String() != "1s" || kill.At.String() != "0s" {
+		t.Errorf("a step's start was halved: %s, %s, %s", clock.At, lat.At, kill.At)
+	}
+	if err := m.Validate(); err != nil {
+		t.Errorf("the minimal plan does not validate: %v", err)
+	}
+	for _, c := range res.Candidates {
+		if strings.Contains(c.Change, "): at ") {
+			t.Errorf("candidate %q moves a step's start", c.Change)
+		}
 	}
 }

@@ -5,6 +5,9 @@
 // the nemesis schedule, the lock options (lock/variants) and the workload
 // options all use these types; SpanFlag and RangeFlag bind a command-line
 // flag to one (ParseRange reads a range as a flag writes it, "MIN,MAX").
+// Fields is the one walk over the spans of a value (a fault step, a lock's
+// options), each with its JSON name, so that no list of a type's spans is
+// kept by hand.
 package spans
 
 import (

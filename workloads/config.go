@@ -329,9 +329,10 @@ func (c Config) relativeSpans() map[string]fmt.Stringer {
 			out[name+" range"] = r
 		}
 	}
-	all := map[string]spans.Span{"retry_delay": c.RetryDelay, "retry_jitter": c.RetryJitter,
-		"acquire_timeout": c.AcquireTimeout, "op_timeout": c.OpTimeout, "extend_every": c.ExtendEvery,
-		"restart_delay": c.RestartDelay, "clock_offset": c.ClockOffset}
+	all := map[string]spans.Span{}
+	for _, f := range spans.Fields(&c.Options) {
+		all[f.Name] = *f.Span
+	}
 	if c.Latch != nil {
 		all["latch.round"] = c.Latch.Round
 	}

@@ -395,6 +395,7 @@ func TestConfigErrors(t *testing.T) {
 		{"unknown retry", func(c *workloads.Config) { c.Retry = "spin" }, `retry "spin" unknown`},
 		{"negative retry", func(c *workloads.Config) { c.Retry, c.RetryDelay = workloads.RetryWait, spans.Fixed(-1) }, "retry_delay = -1ns"},
 		{"relative without ttl", func(c *workloads.Config) { c.OpTimeout = spans.TTLs(0.5) }, "op_timeout 0.5ttl is relative to the lock's TTL"},
+		{"relative clock offset without ttl", func(c *workloads.Config) { c.ClockOffset = spans.TTLs(-1) }, "clock_offset -1ttl is relative to the lock's TTL"},
 		{"no time limit", func(c *workloads.Config) { c.TimeLimit = 0 }, "time_limit"},
 		{"hold", func(c *workloads.Config) { c.Hold = spans.Between(2, 1) }, "hold range"},
 		{"think", func(c *workloads.Config) { c.Think = spans.Between(-1, 0) }, "think range"},

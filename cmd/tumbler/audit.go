@@ -12,7 +12,7 @@ import (
 	"github.com/tumbler-dev/tumbler/access"
 	"github.com/tumbler-dev/tumbler/audit"
 	"github.com/tumbler-dev/tumbler/cluster"
-	"github.com/tumbler-dev/tumbler/runner"
+	"github.com/tumbler-dev/tumbler/outcome"
 )
 
 func (a *app) auditCmd() *cobra.Command {
@@ -92,11 +92,11 @@ refused, 255 a node could not be read.`,
 			ctx, stop := a.interruptible(cmd.Context())
 			defer stop()
 			rep, err := audit.Run(ctx, d)
+			if errors.Is(err, cluster.ErrAccess) {
+				err = outcome.Input(err) // refused credentials are bad input
+			}
 			if err != nil {
-				if errors.Is(err, cluster.ErrAccess) {
-					return &exitError{runner.ExitBadInput, err}
-				}
-				return &exitError{runner.ExitHarness, err}
+				return &exitError{outcome.FindingCode(false, err), err}
 			}
 			if asJSON {
 				b, _ := json.MarshalIndent(rep, "", "  ")
@@ -104,10 +104,7 @@ refused, 255 a node could not be read.`,
 			} else if err := rep.WriteText(a.stdout); err != nil {
 				return failed(err)
 			}
-			if rep.Risky() {
-				return exit(runner.ExitInvalid)
-			}
-			return nil
+			return exit(outcome.FindingCode(rep.Risky(), nil))
 		},
 	}
 	fs := cmd.Flags()

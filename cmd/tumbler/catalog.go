@@ -12,6 +12,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/clients"
+	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/runner"
 	"github.com/tumbler-dev/tumbler/scenarios"
 )
@@ -131,29 +132,9 @@ Exit codes: 0 when every run matched its row's expectation, 1 when one did not,
   tumbler reproduce --all --json
   tumbler reproduce --file my-row.json`,
 		RunE: func(cmd *cobra.Command, names []string) error {
-			var rows []scenarios.Scenario
-			switch {
-			case all && (len(names) > 0 || file != ""):
-				return errors.New("--all conflicts with naming rows or --file: give one")
-			case file != "" && len(names) > 0:
-				return errors.New("--file conflicts with naming catalog rows: give one")
-			case all:
-				rows = scenarios.All()
-			case file != "":
-				s, err := scenarios.Load(file)
-				if err != nil {
-					return fmt.Errorf("--file: %w", err)
-				}
-				rows = append(rows, s)
-			case len(names) == 0:
-				return errors.New("name a row (see tumbler list), or give --all or --file ROW.json")
-			}
-			for _, n := range names {
-				s, err := scenarios.Get(n)
-				if err != nil {
-					return err
-				}
-				rows = append(rows, s)
+			rows, err := reproduceRows(all, file, names)
+			if err != nil {
+				return err
 			}
 			t, err := target.target()
 			if err != nil {
@@ -181,7 +162,7 @@ Exit codes: 0 when every run matched its row's expectation, 1 when one did not,
 				a.log.Info("reproduce", "scenario", s.Name, "seed", seed, "expected", s.Expect.String())
 				j, out, err := scenarios.Reproduce(ctx, s, seed, opts)
 				a.con.clear()
-				if err != nil && errors.Is(err, runner.ErrInput) {
+				if err != nil && errors.Is(err, outcome.ErrInput) {
 					return failed(err)
 				}
 				mismatch = mismatch || (j.Error == "" && !j.Matched)
@@ -206,7 +187,7 @@ Exit codes: 0 when every run matched its row's expectation, 1 when one did not,
 					a.con.printf("%s\n", reproduceSummary(results))
 				}
 			}
-			return exit(matchCode(mismatch || interrupted, errored))
+			return exit(outcome.MatchCode(mismatch || interrupted, errored))
 		},
 	}
 	fs := cmd.Flags()
@@ -217,6 +198,36 @@ Exit codes: 0 when every run matched its row's expectation, 1 when one did not,
 	fs.BoolVar(&asJSON, "json", false, "print a machine-readable result per run instead of prose")
 	target.bind(fs)
 	return cmd
+}
+
+// reproduceRows are the rows reproduce runs: every row (--all), a row
+// written to a file (--file) or the catalog rows named.
+func reproduceRows(all bool, file string, names []string) ([]scenarios.Scenario, error) {
+	var rows []scenarios.Scenario
+	switch {
+	case all && (len(names) > 0 || file != ""):
+		return nil, errors.New("--all conflicts with naming rows or --file: give one")
+	case file != "" && len(names) > 0:
+		return nil, errors.New("--file conflicts with naming catalog rows: give one")
+	case all:
+		rows = scenarios.All()
+	case file != "":
+		s, err := scenarios.Load(file)
+		if err != nil {
+			return nil, fmt.Errorf("--file: %w", err)
+		}
+		rows = append(rows, s)
+	case len(names) == 0:
+		return nil, errors.New("name a row (see tumbler list), or give --all or --file ROW.json")
+	}
+	for _, n := range names {
+		s, err := scenarios.Get(n)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, s)
+	}
+	return rows, nil
 }
 
 // rowResultOf is a row's run as reproduce --json prints it.
@@ -257,18 +268,6 @@ func reproduceSummary(results []rowResult) string {
 		s += "; run failed: " + strings.Join(failedRuns, ", ")
 	}
 	return s
-}
-
-// matchCode is the exit of reproduce and matrix: 1 when a run did not
-// match, else 255 when a run failed, else 0.
-func matchCode(mismatch, errored bool) int {
-	switch {
-	case mismatch:
-		return runner.ExitInvalid
-	case errored:
-		return runner.ExitHarness
-	}
-	return runner.ExitValid
 }
 
 // rowNames parses a comma list of catalog rows.

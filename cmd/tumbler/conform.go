@@ -11,6 +11,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/clients"
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/runner"
 )
 
@@ -62,10 +63,7 @@ harness failed.`,
 			} else {
 				a.conformTable(res)
 			}
-			if !res.Passed() {
-				return exit(runner.ExitInvalid)
-			}
-			return nil
+			return exit(outcome.FindingCode(!res.Passed(), nil))
 		},
 	}
 	fs := cmd.Flags()

@@ -15,6 +15,7 @@ import (
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/hunt"
 	"github.com/tumbler-dev/tumbler/nemesis"
+	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/runner"
 	"github.com/tumbler-dev/tumbler/scenarios"
 	"github.com/tumbler-dev/tumbler/shrink"
@@ -171,7 +172,7 @@ func (a *app) huntOutcome(s *hunt.Summary, sh *shrink.Result, err error, asJSON 
 		a.printHunt(s, sh)
 	}
 	if err != nil {
-		return &exitError{runner.ExitCodeOf(err), err}
+		return &exitError{outcome.ErrorCode(err), err}
 	}
 	return exit(s.ExitCode)
 }

@@ -17,9 +17,11 @@ import (
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/lock/variants"
 	"github.com/tumbler-dev/tumbler/nemesis"
+	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/reports"
 	"github.com/tumbler-dev/tumbler/runner"
 	"github.com/tumbler-dev/tumbler/scenarios"
+	"github.com/tumbler-dev/tumbler/scenarios/matrix"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
 
@@ -42,7 +44,7 @@ func validRow(t *testing.T, name, limit string) scenarios.Scenario {
 	}
 	return scenarios.Scenario{
 		Name: name, What: "a healthy single lock", Source: "this test",
-		Expect: reports.Expectation{Verdict: checker.Valid},
+		Expect: outcome.Expectation{Verdict: checker.Valid},
 		Plan: runner.Plan{
 			Seed: 1, Topology: topo, TTL: mustSpan(t, "1s"), Lock: runner.LockPlan{Options: variants.Options{Variant: "single"}},
 			Workload: workloads.Options{Kind: workloads.FencedWrite, Clients: 3,
@@ -61,7 +63,7 @@ type outputs struct {
 	cliCode   int     // the run command's exit code
 	cliJSON   summary // and its --json summary
 	row       rowResult
-	matrix    reports.SeedResult
+	matrix    matrix.SeedResult
 	analyze   summary // tumbler analyze DIR --json, and its exit code
 	anaCode   int
 }
@@ -152,7 +154,7 @@ func codeOf(err error) int {
 
 // agree fails the test for any output that says other than the run
 // engine's judgement, and returns the reproduction.
-func agree(t *testing.T, out *runner.Outcome, o outputs) *reports.Reproduction {
+func agree(t *testing.T, out *runner.Outcome, o outputs) *outcome.Reproduction {
 	t.Helper()
 	j := out.Judgement
 	rep := j.Expected
@@ -226,7 +228,7 @@ func TestOneJudgement(t *testing.T) {
 			t.Fatalf("interrupted run: %v, outcome %+v", err, out)
 		}
 		rep := agree(t, out, collect(t, row, sr, out, err))
-		if out.Judgement.Verdict != checker.Valid || out.Judgement.ExitCode != runner.ExitUnknown || rep.Reproduced || !strings.Contains(rep.Why, "interrupted") {
+		if out.Judgement.Verdict != checker.Valid || out.Judgement.ExitCode != outcome.ExitUnknown || rep.Reproduced || !strings.Contains(rep.Why, "interrupted") {
 			t.Errorf("an interrupted valid run: %+v / %+v, want valid, exit 2, not reproduced because interrupted", out.Judgement, rep)
 		}
 	})
@@ -245,14 +247,14 @@ func TestOneJudgement(t *testing.T) {
 			t.Fatalf("run: %v", err)
 		}
 		rep := agree(t, out, collect(t, row, sr, out, err))
-		if out.Judgement.Verdict != checker.Valid || out.Judgement.ExitCode != runner.ExitValid || rep.Reproduced || !strings.Contains(rep.Why, "was idle: no client reached the armed step") {
+		if out.Judgement.Verdict != checker.Valid || out.Judgement.ExitCode != outcome.ExitValid || rep.Reproduced || !strings.Contains(rep.Why, "was idle: no client reached the armed step") {
 			t.Errorf("a valid run under an idle fault: %+v / %+v, want valid, exit 0, not reproduced because idle", out.Judgement, rep)
 		}
 		// The matrix counts it a mismatch, as the page says.
-		m := reports.Matrix{SeedsPerRow: 1, Rows: []reports.MatrixRow{{Scenario: row.Name, Expected: row.Expect, Seeds: []reports.SeedResult{sr.SeedResult}}}}
+		m := matrix.Matrix{SeedsPerRow: 1, Rows: []matrix.Row{{Scenario: row.Name, Expected: row.Expect, Seeds: []matrix.SeedResult{sr.SeedResult}}}}
 		var table bytes.Buffer
-		if err := reports.WriteMatrixTable(&table, m); err != nil || reports.RowStatus(m.Rows[0].Seeds) != reports.Broken || !strings.Contains(table.String(), "val!") {
-			t.Errorf("matrix: %v, status %s\n%s", err, reports.RowStatus(m.Rows[0].Seeds), table.String())
+		if err := reports.WriteMatrixTable(&table, m); err != nil || matrix.RowStatus(m.Rows[0].Seeds) != matrix.Broken || !strings.Contains(table.String(), "val!") {
+			t.Errorf("matrix: %v, status %s\n%s", err, matrix.RowStatus(m.Rows[0].Seeds), table.String())
 		}
 	})
 }

@@ -5,11 +5,11 @@
 // report. It is a thin shell over the runner, scenarios and reports
 // packages.
 //
-// Exit codes (declared in the runner package, runner.Exit*, which decides a
-// run's): 0 valid, 1 invalid, 2 unknown (also a valid verdict on a run that
-// was interrupted: it covers only part of the run), 254 bad input
-// (arguments, a plan, a history), 255 the harness itself failed, 130 a
-// second Ctrl-C.
+// Exit codes (declared in package outcome, outcome.Exit*, which also
+// decides which one each command returns): 0 valid, 1 invalid, 2 unknown
+// (also a valid verdict on a run that was interrupted: it covers only part
+// of the run), 254 bad input (arguments, a plan, a history), 255 the
+// harness itself failed, 130 a second Ctrl-C.
 // reproduce and matrix exit 0 when every run matched its row's
 // expectation, 1 when one did not, 255 when none mismatched but a run failed.
 package main

@@ -20,9 +20,11 @@ import (
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/internal/redistest"
+	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/reports"
 	"github.com/tumbler-dev/tumbler/runner"
 	"github.com/tumbler-dev/tumbler/scenarios"
+	"github.com/tumbler-dev/tumbler/scenarios/matrix"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
 
@@ -143,8 +145,8 @@ func TestBadArguments(t *testing.T) {
 		{[]string{"frobnicate"}, []string{"unknown command", "frobnicate"}},
 	} {
 		code, _, stderr := cli(t, c.args...)
-		if code != runner.ExitBadInput {
-			t.Errorf("%q: exit %d, want %d; stderr %q", c.args, code, runner.ExitBadInput, stderr)
+		if code != outcome.ExitBadInput {
+			t.Errorf("%q: exit %d, want %d; stderr %q", c.args, code, outcome.ExitBadInput, stderr)
 			continue
 		}
 		if strings.Count(strings.TrimSpace(stderr), "\n") > 0 || !strings.HasPrefix(stderr, "tumbler: ") {
@@ -188,7 +190,7 @@ func TestAuditCommand(t *testing.T) {
 	}
 	code, out, stderr := cli(t, "audit", "--node", risky.Addr, "--json")
 	var rep audit.Report
-	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != runner.ExitInvalid {
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != outcome.ExitInvalid {
 		t.Fatalf("risky node: exit %d, %v\n%s\n%s", code, err, out, stderr)
 	}
 	var checks []string
@@ -210,13 +212,13 @@ func TestAuditCommand(t *testing.T) {
 	defer locked.Close()
 	lockedAddr, _ := locked.Addr("n1")
 	t.Setenv("TUMBLER_TEST_AUDIT_PW", "nope")
-	if code, _, stderr := cli(t, "audit", "--node", lockedAddr, "--auth-password-env", "TUMBLER_TEST_AUDIT_PW"); code != runner.ExitBadInput || !strings.Contains(stderr, "n1") || !strings.Contains(stderr, "WRONGPASS") {
+	if code, _, stderr := cli(t, "audit", "--node", lockedAddr, "--auth-password-env", "TUMBLER_TEST_AUDIT_PW"); code != outcome.ExitBadInput || !strings.Contains(stderr, "n1") || !strings.Contains(stderr, "WRONGPASS") {
 		t.Errorf("refused login: exit %d: %s", code, stderr)
 	}
-	if code, _, stderr := cli(t, "audit"); code != runner.ExitBadInput || !strings.Contains(stderr, "--external") {
+	if code, _, stderr := cli(t, "audit"); code != outcome.ExitBadInput || !strings.Contains(stderr, "--external") {
 		t.Errorf("no node: exit %d: %s", code, stderr)
 	}
-	if code, _, stderr := cli(t, "audit", "--node", "127.0.0.1:1"); code != runner.ExitHarness || !strings.Contains(stderr, "cannot read") {
+	if code, _, stderr := cli(t, "audit", "--node", "127.0.0.1:1"); code != outcome.ExitHarness || !strings.Contains(stderr, "cannot read") {
 		t.Errorf("closed port: exit %d: %s", code, stderr)
 	}
 }
@@ -228,11 +230,11 @@ func TestTargetFlags(t *testing.T) {
 	t.Parallel()
 	ext := filepath.Join("..", "..", "deploy", "external.json") // independent:5, no clock hook
 	code, _, stderr := cli(t, "reproduce", "single-failover", "--external", ext)
-	if code != runner.ExitBadInput || !strings.Contains(stderr, "single-failover cannot run on the external provider") || !strings.Contains(stderr, "needs topology replicated:1+sentinels") {
+	if code != outcome.ExitBadInput || !strings.Contains(stderr, "single-failover cannot run on the external provider") || !strings.Contains(stderr, "needs topology replicated:1+sentinels") {
 		t.Errorf("reproduce a replicated row on an independent deployment: exit %d: %s", code, stderr)
 	}
 	code, _, stderr = cli(t, "matrix", "--seeds", "1", "--only", "single-failover,redlock-clock-jump", "--external", ext, "--out", t.TempDir())
-	if code != runner.ExitBadInput || !strings.Contains(stderr, "no row can run there") || !strings.Contains(stderr, "clock") {
+	if code != outcome.ExitBadInput || !strings.Contains(stderr, "no row can run there") || !strings.Contains(stderr, "clock") {
 		t.Errorf("matrix of rows the deployment cannot run: exit %d: %s", code, stderr)
 	}
 	for _, args := range [][]string{
@@ -240,7 +242,7 @@ func TestTargetFlags(t *testing.T) {
 		{"matrix", "--provider", "docker", "--external", ext},
 		{"reproduce", "single-baseline", "--auth-user", "locks"},
 	} {
-		if code, _, stderr := cli(t, args...); code != runner.ExitBadInput || !strings.Contains(stderr, "--") {
+		if code, _, stderr := cli(t, args...); code != outcome.ExitBadInput || !strings.Contains(stderr, "--") {
 			t.Errorf("%q: exit %d: %s", args, code, stderr)
 		}
 	}
@@ -363,7 +365,7 @@ func TestRunAnalyze(t *testing.T) {
 	t.Parallel()
 	store := t.TempDir()
 	code, out, stderr := cli(t, "run", "--nodes", "1", "--lock", "single", "--time-limit", "3s", "--seed", "1", "--store", store)
-	if code != runner.ExitValid {
+	if code != outcome.ExitValid {
 		t.Fatalf("run: exit %d\n%s\n%s", code, out, stderr)
 	}
 	if !strings.Contains(out, "valid — no anomaly") || !strings.Contains(out, "report: ") {
@@ -384,13 +386,13 @@ func TestRunAnalyze(t *testing.T) {
 	}
 
 	// A valid run has nothing to shrink.
-	if code, _, stderr := cli(t, "shrink", dir); code != runner.ExitBadInput || !strings.Contains(stderr, "is valid, not invalid") {
+	if code, _, stderr := cli(t, "shrink", dir); code != outcome.ExitBadInput || !strings.Contains(stderr, "is valid, not invalid") {
 		t.Errorf("shrink of a valid run: exit %d, %q", code, stderr)
 	}
 
 	code, out, stderr = cli(t, "analyze", dir, "--json")
 	var s summary
-	if err := json.Unmarshal([]byte(out), &s); err != nil || code != runner.ExitValid || s.Verdict != checker.Valid || s.Interrupted {
+	if err := json.Unmarshal([]byte(out), &s); err != nil || code != outcome.ExitValid || s.Verdict != checker.Valid || s.Interrupted {
 		t.Fatalf("analyze: exit %d, %+v (%v)\n%s", code, s, err, stderr)
 	}
 
@@ -411,7 +413,7 @@ func TestRunAnalyze(t *testing.T) {
 		}
 	}
 	code, out, stderr = cli(t, "analyze", slow, "--lin-memory", "1KiB", "--lin-timeout", "20s", "--json")
-	if err := json.Unmarshal([]byte(out), &s); err != nil || code != runner.ExitUnknown || s.Verdict != checker.Unknown {
+	if err := json.Unmarshal([]byte(out), &s); err != nil || code != outcome.ExitUnknown || s.Verdict != checker.Unknown {
 		t.Fatalf("analyze --lin-memory 1KiB: exit %d, %+v (%v)\n%s", code, s, err, stderr)
 	}
 	if b, err := os.ReadFile(filepath.Join(slow, reports.ResultsFile)); err != nil || json.Unmarshal(b, &res) != nil {
@@ -420,7 +422,7 @@ func TestRunAnalyze(t *testing.T) {
 	if lin, _ := res.Result.Checker(checker.Linearizability); !strings.Contains(lin.Reason, `key "lock" piece 1 of 1`) || !strings.Contains(lin.Reason, "limit 1.0 KiB") {
 		t.Fatalf("linearizability: %s (%s)", lin.Verdict, lin.Reason)
 	}
-	if code, out, stderr = cli(t, "analyze", slow, "--lin-memory", "64MiB"); code != runner.ExitUnknown || !strings.Contains(out, "valid — no anomaly") {
+	if code, out, stderr = cli(t, "analyze", slow, "--lin-memory", "64MiB"); code != outcome.ExitUnknown || !strings.Contains(out, "valid — no anomaly") {
 		// unknown only because the copied run has no results.json: it counts as interrupted
 		t.Fatalf("analyze --lin-memory 64MiB: exit %d\n%s\n%s", code, out, stderr)
 	}
@@ -439,8 +441,8 @@ func TestRunAnalyze(t *testing.T) {
 		}
 	}
 	code, out, stderr = cli(t, "analyze", killed)
-	if code != runner.ExitUnknown || !strings.Contains(out, "incomplete") || !strings.Contains(out, "valid — no anomaly") || !strings.Contains(out, "interrupted") {
-		t.Fatalf("analyze of a killed run: exit %d, want %d (valid, but only part of the run)\n%s\n%s", code, runner.ExitUnknown, out, stderr)
+	if code != outcome.ExitUnknown || !strings.Contains(out, "incomplete") || !strings.Contains(out, "valid — no anomaly") || !strings.Contains(out, "interrupted") {
+		t.Fatalf("analyze of a killed run: exit %d, want %d (valid, but only part of the run)\n%s\n%s", code, outcome.ExitUnknown, out, stderr)
 	}
 	if b, err := os.ReadFile(filepath.Join(killed, reports.ResultsFile)); err != nil || json.Unmarshal(b, &res) != nil || !res.Interrupted || res.Ops == 0 {
 		t.Fatalf("results.json of the killed run: %v %+v", err, res)
@@ -470,7 +472,7 @@ func TestRunAnalyze(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, stderr = cli(t, "analyze", dir)
-	if code != runner.ExitBadInput || out != "" || !strings.HasPrefix(stderr, "tumbler: invalid history: ") ||
+	if code != outcome.ExitBadInput || out != "" || !strings.HasPrefix(stderr, "tumbler: invalid history: ") ||
 		!strings.Contains(stderr, "history.jsonl line ") || !strings.Contains(stderr, "ok extend of process") || strings.Contains(stderr, "plan") {
 		t.Fatalf("analyze of a malformed history: exit %d\n%s\n%s", code, out, stderr)
 	}
@@ -502,7 +504,7 @@ func TestMatrixServers(t *testing.T) {
 	if code != 0 || !strings.Contains(table, "REDIS") || !strings.Contains(table, "VALKEY") {
 		t.Fatalf("exit %d\n%s\n%s", code, table, stderr)
 	}
-	m, err := reports.ReadMatrixJSON(filepath.Join(out, "matrix.json"))
+	m, err := matrix.Read(filepath.Join(out, "matrix.json"))
 	if err != nil || len(m.Rows) != 2 || m.Rows[0].Server != "redis" || m.Rows[1].Server != "valkey" {
 		t.Fatalf("matrix: %v %+v", err, m)
 	}
@@ -510,7 +512,7 @@ func TestMatrixServers(t *testing.T) {
 	if err != nil || !strings.Contains(string(index), "valkey 8.") {
 		t.Fatalf("the valkey run's report does not name valkey 8 (%v)", err)
 	}
-	if code, _, stderr := cli(t, "reproduce", "single-baseline", "--server", "memcached"); code != runner.ExitBadInput || !strings.Contains(stderr, "--server") {
+	if code, _, stderr := cli(t, "reproduce", "single-baseline", "--server", "memcached"); code != outcome.ExitBadInput || !strings.Contains(stderr, "--server") {
 		t.Fatalf("reproduce --server memcached: exit %d: %s", code, stderr)
 	}
 }
@@ -533,12 +535,12 @@ func TestMatrixShardsMerge(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "holds (1/1)") {
 		t.Fatalf("merge: exit %d\n%s\n%s", code, out, stderr)
 	}
-	m, err := reports.ReadMatrixJSON(filepath.Join(all, "matrix.json"))
-	if err != nil || m.Shard != nil || len(m.Rows) != 1 || m.Rows[0].Status != reports.Holds {
+	m, err := matrix.Read(filepath.Join(all, "matrix.json"))
+	if err != nil || m.Shard != nil || len(m.Rows) != 1 || m.Rows[0].Status != matrix.Holds {
 		t.Fatalf("merged matrix: %v %+v", err, m)
 	}
 	// A shard missing is refused.
-	if code, _, stderr = cli(t, "matrix", "merge", filepath.Join(d1, "matrix.json"), "--out", all); code != runner.ExitBadInput || !strings.Contains(stderr, "2/2") {
+	if code, _, stderr = cli(t, "matrix", "merge", filepath.Join(d1, "matrix.json"), "--out", all); code != outcome.ExitBadInput || !strings.Contains(stderr, "2/2") {
 		t.Fatalf("merge with a shard missing: exit %d: %s", code, stderr)
 	}
 }
@@ -578,7 +580,7 @@ func TestInterrupt(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("still running 30 s after Ctrl-C\n%s", errb.String())
 	}
-	if code := cmd.ProcessState.ExitCode(); code != runner.ExitUnknown && code != runner.ExitInvalid {
+	if code := cmd.ProcessState.ExitCode(); code != outcome.ExitUnknown && code != outcome.ExitInvalid {
 		t.Fatalf("exit %d after Ctrl-C\n%s\n%s", code, out.String(), errb.String())
 	}
 	if !strings.Contains(out.String(), "interrupted") || !strings.Contains(out.String(), "report: ") || !strings.Contains(errb.String(), "Ctrl-C again") {
@@ -604,8 +606,8 @@ func TestMissingRedisServer(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != runner.ExitHarness {
-		t.Fatalf("exit: %v, want %d\n%s\n%s", err, runner.ExitHarness, out.String(), errb.String())
+	if !errors.As(err, &ee) || ee.ExitCode() != outcome.ExitHarness {
+		t.Fatalf("exit: %v, want %d\n%s\n%s", err, outcome.ExitHarness, out.String(), errb.String())
 	}
 	msg := strings.TrimSpace(errb.String())
 	if strings.Contains(msg, "\n") || !strings.Contains(msg, "redis-server") || !strings.Contains(msg, "apt-get install redis-server") {

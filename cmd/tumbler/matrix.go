@@ -10,9 +10,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/reports"
 	"github.com/tumbler-dev/tumbler/runner"
 	"github.com/tumbler-dev/tumbler/scenarios"
+	"github.com/tumbler-dev/tumbler/scenarios/matrix"
 )
 
 const (
@@ -59,9 +61,9 @@ Exit codes: 0 when every run matched its row's expectation, 1 when one did not
 			if seeds < 1 {
 				return fmt.Errorf("--seeds: %d, want at least 1", seeds)
 			}
-			var shard *reports.Shard
+			var shard *matrix.Shard
 			if shardFlag != "" {
-				sh, err := reports.ParseShard(shardFlag)
+				sh, err := matrix.ParseShard(shardFlag)
 				if err != nil {
 					return fmt.Errorf("--shard: %w", err)
 				}
@@ -90,25 +92,7 @@ Exit codes: 0 when every run matched its row's expectation, 1 when one did not
 			// The status line names the run in progress.
 			var status atomic.Pointer[func(runner.Status)]
 			opts := runner.Options{Store: store, Log: a.log, Status: func(s runner.Status) { (*status.Load())(s) }}
-			m, err := scenarios.RunMatrix(ctx, rows, seedList, shard, opts,
-				func(p scenarios.MatrixProgress) {
-					name := fmt.Sprintf("[%d/%d] %s seed %d", p.Index, p.Total, p.Scenario.Name, p.Seed)
-					if p.Result == nil {
-						f := a.statusFunc(name)
-						status.Store(&f)
-						return
-					}
-					a.con.clear()
-					r := p.Result
-					switch {
-					case r.Error != "":
-						a.con.printf("%s: ERROR: %s\n", name, r.Error)
-					case r.Matched:
-						a.con.printf("%s: %s as expected (%.1f s)\n", name, r.Observed, r.Elapsed.Seconds())
-					default:
-						a.con.printf("%s: NOT matched: %s (%.1f s)\n", name, r.Why, r.Elapsed.Seconds())
-					}
-				})
+			m, err := scenarios.RunMatrix(ctx, rows, seedList, shard, opts, a.matrixProgress(&status))
 			a.con.clear()
 			m.Refused = refused
 			interrupted := err != nil
@@ -131,15 +115,39 @@ Exit codes: 0 when every run matched its row's expectation, 1 when one did not
 	return cmd
 }
 
+// matrixProgress shows a matrix's runs: the status line names the run in
+// progress (through status, which the runs' Options.Status call), and a
+// line says how each run ended.
+func (a *app) matrixProgress(status *atomic.Pointer[func(runner.Status)]) func(scenarios.MatrixProgress) {
+	return func(p scenarios.MatrixProgress) {
+		name := fmt.Sprintf("[%d/%d] %s seed %d", p.Index, p.Total, p.Scenario.Name, p.Seed)
+		if p.Result == nil {
+			f := a.statusFunc(name)
+			status.Store(&f)
+			return
+		}
+		a.con.clear()
+		r := p.Result
+		switch {
+		case r.Error != "":
+			a.con.printf("%s: ERROR: %s\n", name, r.Error)
+		case r.Matched:
+			a.con.printf("%s: %s as expected (%.1f s)\n", name, r.Observed, r.Elapsed.Seconds())
+		default:
+			a.con.printf("%s: NOT matched: %s (%.1f s)\n", name, r.Why, r.Elapsed.Seconds())
+		}
+	}
+}
+
 // placeRows moves every row onto the target once per server. Rows the
 // target cannot run are left out and returned with the reason; when none
 // is left, that is an error.
-func (a *app) placeRows(rows []scenarios.Scenario, f targetFlags, servers []string) ([]scenarios.Scenario, []reports.Refused, error) {
+func (a *app) placeRows(rows []scenarios.Scenario, f targetFlags, servers []string) ([]scenarios.Scenario, []matrix.Refused, error) {
 	if len(servers) == 0 {
 		servers = []string{""}
 	}
 	var placed []scenarios.Scenario
-	var refused []reports.Refused
+	var refused []matrix.Refused
 	var reasons []string
 	for _, s := range rows {
 		for _, srv := range servers {
@@ -154,7 +162,7 @@ func (a *app) placeRows(rows []scenarios.Scenario, f targetFlags, servers []stri
 					return nil, nil, failed(err) // a bad flag, not a row that does not fit
 				}
 				reason := strings.TrimPrefix(err.Error(), scenarios.ErrRefused.Error()+": ")
-				refused = append(refused, reports.Refused{Scenario: s.Name, Server: t.Server, Reason: reason})
+				refused = append(refused, matrix.Refused{Scenario: s.Name, Server: t.Server, Reason: reason})
 				reasons = append(reasons, reason)
 				continue
 			}
@@ -171,13 +179,13 @@ func (a *app) placeRows(rows []scenarios.Scenario, f targetFlags, servers []stri
 }
 
 // writeMatrix prints the table, writes the matrix files and returns the exit.
-func (a *app) writeMatrix(m reports.Matrix, out string, interrupted bool) error {
+func (a *app) writeMatrix(m matrix.Matrix, out string, interrupted bool) error {
 	if err := reports.WriteMatrixTable(a.stdout, m); err != nil {
 		return failed(err)
 	}
 	for _, w := range []struct {
 		name  string
-		write func(string, reports.Matrix) error
+		write func(string, matrix.Matrix) error
 	}{{matrixJSON, reports.WriteMatrixJSON}, {matrixJUnit, reports.WriteMatrixJUnit}} {
 		if err := w.write(filepath.Join(out, w.name), m); err != nil {
 			return failed(err)
@@ -186,17 +194,17 @@ func (a *app) writeMatrix(m reports.Matrix, out string, interrupted bool) error 
 	fmt.Fprintf(a.stdout, "wrote %s and %s\n", filepath.Join(out, matrixJSON), filepath.Join(out, matrixJUnit))
 	mismatch, errored := interrupted, false
 	for _, r := range m.Rows {
-		switch reports.RowStatus(r.Seeds) {
-		case reports.Broken:
+		switch matrix.RowStatus(r.Seeds) {
+		case matrix.Broken:
 			mismatch = true
-		case reports.Errored:
+		case matrix.Errored:
 			errored = true
 		}
 	}
 	if interrupted {
 		fmt.Fprintln(a.stdout, "interrupted: the matrix covers only the runs that finished")
 	}
-	return exit(matchCode(mismatch, errored))
+	return exit(outcome.MatchCode(mismatch, errored))
 }
 
 func (a *app) mergeCmd() *cobra.Command {
@@ -213,7 +221,7 @@ matrix.json and matrix-junit.xml into --out. Shards that do not fit together
 			if len(files) == 0 {
 				return errors.New("give the matrix.json files of the shards")
 			}
-			m, err := reports.MergeMatrix(files...)
+			m, err := matrix.Merge(files...)
 			if err != nil {
 				return err
 			}

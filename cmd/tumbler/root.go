@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	tclog "github.com/testcontainers/testcontainers-go/log"
 
-	"github.com/tumbler-dev/tumbler/runner"
+	"github.com/tumbler-dev/tumbler/outcome"
 )
 
 // exitError ends the command with code; err, when set, is printed.
@@ -40,12 +40,12 @@ func exit(code int) error {
 }
 
 // failed ends the command with the exit code of an error of the packages
-// (runner.ExitCodeOf: bad input or a failure of the harness).
+// (outcome.ErrorCode: bad input or a failure of the harness).
 func failed(err error) error {
 	if err == nil {
 		return nil
 	}
-	return &exitError{runner.ExitCodeOf(err), err}
+	return &exitError{outcome.ErrorCode(err), err}
 }
 
 // app holds what every command shares.
@@ -68,9 +68,9 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	err := root.ExecuteContext(ctx)
 	a.con.clear()
 	if err == nil {
-		return runner.ExitValid
+		return outcome.ExitValid
 	}
-	code := runner.ExitBadInput // what cobra itself refuses: flags, arguments, commands
+	code := outcome.ExitBadInput // what cobra itself refuses: flags, arguments, commands
 	var ee *exitError
 	if errors.As(err, &ee) {
 		code = ee.code
@@ -78,7 +78,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		msg := strings.TrimSpace(err.Error())
-		if code == runner.ExitBadInput {
+		if code == outcome.ExitBadInput {
 			path := root.CommandPath()
 			if c, _, ferr := root.Find(args); ferr == nil {
 				path = c.CommandPath()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/nemesis"
+	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/runner"
 )
 
@@ -208,7 +209,7 @@ type summary struct {
 // report has them), or without an outcome the code of runErr. runErr is the
 // runner's error; note a remark for the reader.
 func (a *app) conclude(out *runner.Outcome, runErr error, asJSON bool, note string) error {
-	v, code := checker.Unknown, runner.ExitCodeOf(runErr)
+	v, code := checker.Unknown, outcome.ErrorCode(runErr)
 	if out != nil {
 		v, code = out.Judgement.Verdict, out.Judgement.ExitCode
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/reports"
 	"github.com/tumbler-dev/tumbler/runner"
 	"github.com/tumbler-dev/tumbler/shrink"
@@ -24,8 +25,9 @@ func (a *app) shrinkCmd() *cobra.Command {
 for a smaller plan that still fails with the same anomaly kinds: it cuts the
 schedule and the time limit just after the anomaly, drops fault steps (in
 halves, then smaller chunks, then one by one), halves the time limit, each
-fault's duration and magnitude (offset, latency, pause, delay, lag), and
-lowers the number of clients (not below two) and keys. Timing is not
+span of each fault but its start (its duration, its trigger's timeout and its
+magnitudes: offset, strobe, latency, jitter, pause, delay, lag), and lowers
+the number of clients (not below two) and keys. Timing is not
 deterministic, so each candidate is replayed up to --replays (R) times and
 kept when at least --need (k) replays fail the same way; the plan as stored
 is replayed the same way first, and is not shrunk unless it fails k of R
@@ -57,7 +59,7 @@ the harness failed.`,
 			}
 			res, err := reports.ReadResults(dir)
 			if err != nil {
-				return failed(fmt.Errorf("%w: %s is not a checked run: %w", runner.ErrInput, dir, err))
+				return failed(fmt.Errorf("%w: %s is not a checked run: %w", outcome.ErrInput, dir, err))
 			}
 			if so.Kinds, err = shrink.KindsOf(res.Result, dir); err != nil {
 				return failed(err)
@@ -78,15 +80,11 @@ the harness failed.`,
 			} else {
 				a.printShrink(sh)
 			}
-			switch {
-			case sh.Interrupted:
-				return exit(runner.ExitUnknown)
-			case err != nil:
-				return failed(err)
-			case sh.Reproduced:
-				return exit(runner.ExitInvalid)
+			code := outcome.ShrinkCode(sh.Reproduced, sh.Interrupted, err)
+			if err != nil && !sh.Interrupted {
+				return &exitError{code, err} // the error is printed too
 			}
-			return exit(runner.ExitValid)
+			return exit(code)
 		},
 	}
 	sf.bind(cmd, "budget")

@@ -55,8 +55,8 @@ type Options struct {
 // Resolve is o with every relative span resolved against ttl: a client
 // whose lease is not the plan's TTL keeps the durations the plan meant.
 func (o Options) Resolve(ttl time.Duration) Options {
-	for _, s := range []*spans.Span{&o.WaitTimeout, &o.NodeTimeout, &o.ThreadWaitTime} {
-		*s = spans.Fixed(s.Resolve(ttl))
+	for _, f := range spans.Fields(&o) {
+		*f.Span = spans.Fixed(f.Span.Resolve(ttl))
 	}
 	return o
 }

@@ -46,3 +46,21 @@ func TestSpecNamesTheField(t *testing.T) {
 		}
 	}
 }
+
+// Resolve turns every span of the options into the duration it stands for
+// under a TTL, and leaves the rest alone.
+func TestOptionsResolve(t *testing.T) {
+	o := Options{Variant: "fair", WaitTimeout: spans.TTLs(0.1), NodeTimeout: spans.Fixed(50 * time.Millisecond), ThreadWaitTime: spans.TTLs(2), Permits: 3}
+	r := o.Resolve(2 * time.Second)
+	if r.WaitTimeout.String() != "200ms" || r.NodeTimeout.String() != "50ms" || r.ThreadWaitTime.String() != "4s" || r.Permits != 3 || r.Variant != "fair" {
+		t.Errorf("resolved: %+v", r)
+	}
+	for _, f := range spans.Fields(&r) {
+		if f.Span.Relative() {
+			t.Errorf("%s is still relative: %s", f.Name, f.Span)
+		}
+	}
+	if o.ThreadWaitTime.String() != "2ttl" {
+		t.Errorf("Resolve changed the options it was called on: %s", o.ThreadWaitTime)
+	}
+}

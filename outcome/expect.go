@@ -1,4 +1,4 @@
-package reports
+package outcome
 
 import (
 	"fmt"
@@ -94,19 +94,19 @@ func (e Expectation) Validate() error {
 	switch e.Verdict {
 	case checker.Valid, checker.Unknown:
 		if e.Kind != "" {
-			return fmt.Errorf("reports: expectation %q names anomaly %q: only an invalid verdict has anomalies", e.Verdict, e.Kind)
+			return fmt.Errorf("outcome: expectation %q names anomaly %q: only an invalid verdict has anomalies", e.Verdict, e.Kind)
 		}
 	case checker.Invalid:
 	default:
-		return fmt.Errorf("reports: expectation verdict %q is not valid, invalid or unknown", e.Verdict)
+		return fmt.Errorf("outcome: expectation verdict %q is not valid, invalid or unknown", e.Verdict)
 	}
 	if a := e.Availability; a != nil {
 		if a.WithinMax == nil && a.AfterMin == nil {
-			return fmt.Errorf("reports: expectation availability names no bound (within_max, after_min)")
+			return fmt.Errorf("outcome: expectation availability names no bound (within_max, after_min)")
 		}
 		for _, b := range []*float64{a.WithinMax, a.AfterMin} {
 			if b != nil && (*b < 0 || *b > 1) {
-				return fmt.Errorf("reports: expectation availability bound %v is not a share in [0, 1]", *b)
+				return fmt.Errorf("outcome: expectation availability bound %v is not a share in [0, 1]", *b)
 			}
 		}
 	}
@@ -123,37 +123,4 @@ func (e Expectation) String() string {
 		s += "; " + e.Availability.String()
 	}
 	return s
-}
-
-// Judgement is what a run showed, decided once by the run engine (the
-// runner) and handed as data to every output — index.html, results.json,
-// junit.xml, the command line's summary and exit code, a matrix row — so
-// that they cannot disagree.
-type Judgement struct {
-	// Verdict is the checkers' verdict, unknown when the history was not
-	// checked.
-	Verdict checker.Verdict `json:"verdict"`
-	// ExitCode is the run's exit code (a valid verdict on an interrupted run
-	// is 2: it covers part of the run; a run that failed is 254 or 255).
-	ExitCode int `json:"exit_code"`
-	// Expected judges a catalog row's expectation; nil for a run without one.
-	Expected *Reproduction `json:"expected,omitempty"`
-}
-
-// Reproduction judges a catalog row's expectation against its run, with
-// every condition the catalog sets (see the runner's judge).
-type Reproduction struct {
-	Expected Expectation     `json:"expected"`
-	Observed checker.Verdict `json:"observed"`
-	// Kinds are the anomaly kinds observed, in order of first appearance.
-	Kinds      []checker.Kind `json:"observed_kinds,omitempty"`
-	Reproduced bool           `json:"reproduced"`
-	// Why says in one sentence why the row was or was not reproduced.
-	Why string `json:"why"`
-	// FirstAnomaly is when (ns since run start) the first anomaly of the
-	// expected kind (of any kind when none is expected) happened
-	// (checker.Anomaly.At), -1 if none.
-	FirstAnomaly int64 `json:"first_anomaly_ns"`
-	// Faults are the faults that anomaly names.
-	Faults []string `json:"faults,omitempty"`
 }

@@ -1,4 +1,4 @@
-package runner
+package outcome
 
 import (
 	"fmt"
@@ -8,7 +8,6 @@ import (
 
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/history"
-	"github.com/tumbler-dev/tumbler/reports"
 )
 
 // MaxRunTime is how long one run of a catalog row may take, from its start
@@ -16,27 +15,60 @@ import (
 // a 2-core machine); a slower run is not, whatever its verdict.
 const MaxRunTime = 30 * time.Second
 
-// judged is what a judgement is made of: everything the run engine knows
+// Facts are what a judgement is made of: everything the run engine knows
 // once the history has been checked.
-type judged struct {
-	result *checker.Result // nil when the history was not checked
-	// err is the run's failure, if it failed.
-	err         error
-	interrupted bool
-	elapsed     time.Duration
-	// faults: the plan injects faults.
-	faults bool
+type Facts struct {
+	Result *checker.Result // nil when the history was not checked
+	// Err is the run's failure, if it failed.
+	Err         error
+	Interrupted bool
+	Elapsed     time.Duration
+	// Faults: the plan injects faults.
+	Faults bool
 }
 
-// judge makes the run's judgement — the verdict, the exit code and, with
+// Judgement is what a run showed, made once by Judge (the run engine
+// calls it) and handed as data to every output — index.html, results.json,
+// junit.xml, the command line's summary and exit code, a matrix row — so
+// that they cannot disagree.
+type Judgement struct {
+	// Verdict is the checkers' verdict, unknown when the history was not
+	// checked.
+	Verdict checker.Verdict `json:"verdict"`
+	// ExitCode is the run's exit code (a valid verdict on an interrupted run
+	// is 2: it covers part of the run; a run that failed is 254 or 255).
+	ExitCode int `json:"exit_code"`
+	// Expected judges a catalog row's expectation; nil for a run without one.
+	Expected *Reproduction `json:"expected,omitempty"`
+}
+
+// Reproduction judges a catalog row's expectation against its run, with
+// every condition the catalog sets (see Judge).
+type Reproduction struct {
+	Expected Expectation     `json:"expected"`
+	Observed checker.Verdict `json:"observed"`
+	// Kinds are the anomaly kinds observed, in order of first appearance.
+	Kinds      []checker.Kind `json:"observed_kinds,omitempty"`
+	Reproduced bool           `json:"reproduced"`
+	// Why says in one sentence why the row was or was not reproduced.
+	Why string `json:"why"`
+	// FirstAnomaly is when (ns since run start) the first anomaly of the
+	// expected kind (of any kind when none is expected) happened
+	// (checker.Anomaly.At), -1 if none.
+	FirstAnomaly int64 `json:"first_anomaly_ns"`
+	// Faults are the faults that anomaly names.
+	Faults []string `json:"faults,omitempty"`
+}
+
+// Judge makes the run's judgement — the verdict, the exit code and, with
 // an expectation, whether the run reproduced it. It is the only place
 // either is decided; every output shows what it decided.
-func judge(expected *reports.Expectation, in judged) reports.Judgement {
-	j := reports.Judgement{Verdict: checker.Unknown}
-	if in.result != nil {
-		j.Verdict = in.result.Verdict
+func Judge(expected *Expectation, in Facts) Judgement {
+	j := Judgement{Verdict: checker.Unknown}
+	if in.Result != nil {
+		j.Verdict = in.Result.Verdict
 	}
-	j.ExitCode = exitCode(j.Verdict, in.interrupted, in.err)
+	j.ExitCode = RunCode(j.Verdict, in.Interrupted, in.Err)
 	if expected != nil {
 		rep := reproduction(*expected, in)
 		j.Expected = &rep
@@ -51,17 +83,17 @@ func judge(expected *reports.Expectation, in judged) reports.Judgement {
 // acquires around each fault meet the row's availability bounds if it has
 // any, and every fault took effect (none skipped, every armed lock step
 // reached).
-func reproduction(e reports.Expectation, in judged) reports.Reproduction {
-	rep := reports.Reproduction{Expected: e, Observed: checker.Unknown, FirstAnomaly: -1}
+func reproduction(e Expectation, in Facts) Reproduction {
+	rep := Reproduction{Expected: e, Observed: checker.Unknown, FirstAnomaly: -1}
 	if err := e.Validate(); err != nil {
 		rep.Why = err.Error()
 		return rep
 	}
-	res := in.result
+	res := in.Result
 	if res == nil {
 		rep.Why = "the run was not checked"
-		if in.err != nil {
-			rep.Why = "the run failed: " + in.err.Error()
+		if in.Err != nil {
+			rep.Why = "the run failed: " + in.Err.Error()
 		}
 		return rep
 	}
@@ -99,13 +131,13 @@ func reproduction(e reports.Expectation, in judged) reports.Reproduction {
 	}
 	// The verdict meets the expectation; the run must also show it.
 	switch {
-	case in.err != nil:
-		rep.Why = "the run failed: " + in.err.Error() + " (" + rep.Why + ")"
-	case in.interrupted:
+	case in.Err != nil:
+		rep.Why = "the run failed: " + in.Err.Error() + " (" + rep.Why + ")"
+	case in.Interrupted:
 		rep.Why = "interrupted before its time limit: " + rep.Why
-	case in.elapsed > MaxRunTime:
-		rep.Why = fmt.Sprintf("took %.1f s, over the %v a row may take (%s)", in.elapsed.Seconds(), MaxRunTime, rep.Why)
-	case e.Verdict == checker.Invalid && in.faults && len(rep.Faults) == 0:
+	case in.Elapsed > MaxRunTime:
+		rep.Why = fmt.Sprintf("took %.1f s, over the %v a row may take (%s)", in.Elapsed.Seconds(), MaxRunTime, rep.Why)
+	case e.Verdict == checker.Invalid && in.Faults && len(rep.Faults) == 0:
 		// The catalog asks for the cause, not only the symptom: in a row
 		// with faults, the anomaly must be tied to one.
 		rep.Why = "the anomaly names no fault, though the row injects some: " + rep.Why
