@@ -88,13 +88,11 @@
 //
 // DockerProvider runs each process in containers (testcontainers-go) of a
 // Redis image on a Docker network of its own; the proxies listen on the
-// network's gateway. With no registry at hand, BuildRedisImage builds
-// tumbler's image (Debian bookworm by debootstrap, with the clock shim);
-// BuildLocalImages (tumbler image build) makes the images
-// docker-compose.yml runs: that Redis image and the harness image
-// tumbler:local, the tumbler binary on it, which also serves toxiproxy
-// (ServeToxiproxy). A DockerProvider's record names its containers' label,
-// so SweepOrphans removes them too.
+// network's gateway. With no registry at hand, package cluster/image
+// builds tumbler's server image (Debian bookworm by debootstrap, with the
+// clock shim) and, for `tumbler image build`, the images docker-compose.yml
+// runs. A DockerProvider's record names its containers' label, so
+// SweepOrphans removes them too.
 //
 // ExternalProvider adopts a deployment tumbler does not run
 // (ExternalConfig, LoadExternalConfig): its nodes as they are, its links as

@@ -24,6 +24,7 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 
 	"github.com/tumbler-dev/tumbler/access"
+	"github.com/tumbler-dev/tumbler/cluster/image"
 	"github.com/tumbler-dev/tumbler/internal/wait"
 )
 
@@ -32,12 +33,12 @@ type DockerOptions struct {
 	// Server is the software the containers run (default Redis).
 	Server Server
 	// Image runs the data nodes and Sentinels. Empty means
-	// ServerImage(Server), built on this machine by BuildServerImage when
+	// image.Tag(Server), built on this machine by image.Build when
 	// missing. Any image with the server's binaries (redis-server and
 	// redis-sentinel, or valkey-server and valkey-sentinel) on PATH and a
-	// pass-through entrypoint works (OfficialRedisImage, pulled if
-	// missing), but only an image labelled ClockShimLabel can take clock
-	// faults.
+	// pass-through entrypoint works (image.OfficialRedis, pulled if
+	// missing), but only an image labelled image.ClockShimLabel can take
+	// clock faults.
 	Image string
 	// Logf gets testcontainers-go's messages about each container; nil
 	// drops them.
@@ -108,29 +109,36 @@ const (
 	dockerSecretMount = "/tumbler-secret"
 )
 
+// DockerRunLabel is on every container and network of a DockerProvider,
+// with DockerProvider.Run as its value.
+const DockerRunLabel = "tumbler.run"
+
 // NewDockerProvider connects to the Docker daemon, makes sure the image is
-// there (building ServerImage(o.Server) if o.Image is empty) and creates the
+// there (building image.Tag(o.Server) if o.Image is empty) and creates the
 // provider's network.
 func NewDockerProvider(ctx context.Context, o DockerOptions) (*DockerProvider, error) {
-	image := o.Image
-	if image == "" {
+	img := o.Image
+	if img == "" {
+		if err := o.Server.Validate(); err != nil {
+			return nil, err
+		}
 		var err error
-		if image, err = BuildServerImage(ctx, o.Server); err != nil {
+		if img, err = image.Build(ctx, o.Server); err != nil {
 			return nil, err
 		}
 	}
-	cli, err := dockerClient(ctx)
+	cli, err := image.Docker(ctx)
 	if err != nil {
 		return nil, err
 	}
-	d := &DockerProvider{cli: cli, image: image, logger: tcLogger(o.Logf), ctrs: map[string]*dctr{}}
-	labels, found, err := imageLabels(ctx, cli, image)
+	d := &DockerProvider{cli: cli, image: img, logger: tcLogger(o.Logf), ctrs: map[string]*dctr{}}
+	labels, found, err := image.Labels(ctx, cli, img)
 	if err != nil {
 		_ = cli.Close()
 		return nil, err
 	}
 	if found {
-		d.shim = labels[ClockShimLabel]
+		d.shim = labels[image.ClockShimLabel]
 	}
 	var b [4]byte
 	_, _ = rand.Read(b[:])
@@ -374,7 +382,7 @@ func (d *DockerProvider) createSandbox(ctx context.Context, c *dctr) error {
 
 func (d *DockerProvider) pullHint(err error) error {
 	if err != nil && strings.Contains(err.Error(), "pull") {
-		return fmt.Errorf("%w (image %s is not on this machine and could not be pulled; build tumbler's with BuildServerImage or pull it beforehand)", err, d.image)
+		return fmt.Errorf("%w (image %s is not on this machine and could not be pulled; build tumbler's with image.Build (tumbler image build) or pull it beforehand)", err, d.image)
 	}
 	return err
 }
@@ -592,9 +600,18 @@ func (d *DockerProvider) Close() error {
 	return err
 }
 
+// DockerAvailable reports why the Docker daemon cannot be used, or nil.
+func DockerAvailable(ctx context.Context) error {
+	cli, err := image.Docker(ctx)
+	if err != nil {
+		return err
+	}
+	return cli.Close()
+}
+
 // removeDockerRun removes the containers and network labelled with run.
 func removeDockerRun(ctx context.Context, run string) error {
-	cli, err := dockerClient(ctx)
+	cli, err := image.Docker(ctx)
 	if err != nil {
 		return err
 	}
