@@ -517,6 +517,14 @@ func TestDockerValkey(t *testing.T) {
 	}
 }
 
+// TestDockerGroups: groups:2 in containers, whose clients' proxies the
+// harness re-points at a promotion as it does for processes.
+func TestDockerGroups(t *testing.T) {
+	t.Parallel()
+	c, _ := startDocker(t, dockerImage(t), Spec{Topology: topo(t, "groups:2"), Clients: 1})
+	checkGroupsPromote(t, testCtx(t, 90*time.Second), c)
+}
+
 // TestDockerRedisCluster: a cluster:2+1 in containers forms through its
 // proxies, serves a client's cluster client through that client's own
 // proxies, and fails a shard over when its primary dies.
