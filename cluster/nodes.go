@@ -289,25 +289,21 @@ func (c *Cluster) Restart(ctx context.Context, name string, o RestartOptions) er
 
 // Pause freezes a data node or Sentinel (SIGSTOP): connections stay open,
 // nothing is answered, its timers stop.
-func (c *Cluster) Pause(name string) error {
-	n, err := c.node("pause", name, false)
-	if err != nil {
-		return err
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return c.prov.Pause(name)
-}
+func (c *Cluster) Pause(name string) error { return c.locked("pause", name, c.prov.Pause) }
 
 // Resume continues a paused node (SIGCONT).
-func (c *Cluster) Resume(name string) error {
-	n, err := c.node("resume", name, false)
+func (c *Cluster) Resume(name string) error { return c.locked("resume", name, c.prov.Resume) }
+
+// locked runs f on the data node or Sentinel called name under its
+// lifecycle lock.
+func (c *Cluster) locked(op, name string, f func(string) error) error {
+	n, err := c.node(op, name, false)
 	if err != nil {
 		return err
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return c.prov.Resume(name)
+	return f(name)
 }
 
 // SetClock sets a data node's wall clock to the host's plus offset

@@ -58,8 +58,8 @@ func (redisCluster) addition(t *Topology, extra string) error {
 }
 
 func (redisCluster) check(t Topology) error {
-	if t.N < 1 || t.N > MaxShards {
-		return fmt.Errorf("cluster needs 1 to %d shards, got %d", MaxShards, t.N)
+	if err := checkSize(t, MaxShards, "shards"); err != nil {
+		return err
 	}
 	if t.Replicas < 0 || t.Replicas > MaxShardRepl {
 		return fmt.Errorf("cluster needs 0 to %d replicas per shard, got %d", MaxShardRepl, t.Replicas)

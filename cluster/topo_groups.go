@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -32,13 +33,10 @@ func (groups) kind() Kind   { return Groups }
 func (groups) form() string { return "groups:G" }
 
 func (groups) check(t Topology) error {
-	if t.N < 1 || t.N > MaxGroups {
-		return fmt.Errorf("groups needs 1 to %d groups, got %d", MaxGroups, t.N)
-	}
 	if t.Sentinels {
 		return fmt.Errorf("groups run without Sentinels: a group's replica is promoted by hand")
 	}
-	return checkShardReplicas(t)
+	return errors.Join(checkSize(t, MaxGroups, "groups"), checkShardReplicas(t))
 }
 
 func (groups) nodes(t Topology) []string {

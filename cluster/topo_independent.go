@@ -1,6 +1,9 @@
 package cluster
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // An independent topology (independent:N) runs N standalone masters
 // n1..nN, which share nothing: Redlock's setting. Clients reach each
@@ -20,13 +23,10 @@ func (independent) kind() Kind   { return Independent }
 func (independent) form() string { return "independent:N" }
 
 func (independent) check(t Topology) error {
-	if t.N < 1 || t.N > MaxIndependent {
-		return fmt.Errorf("independent needs 1 to %d masters, got %d", MaxIndependent, t.N)
-	}
 	if t.Sentinels {
 		return fmt.Errorf("sentinels watch a replicated topology, not independent masters")
 	}
-	return checkShardReplicas(t)
+	return errors.Join(checkSize(t, MaxIndependent, "masters"), checkShardReplicas(t))
 }
 
 func (independent) nodes(t Topology) []string   { return numbered("n", t.N) }

@@ -32,10 +32,7 @@ func (replicated) kind() Kind   { return Replicated }
 func (replicated) form() string { return "replicated:R[+sentinels]" }
 
 func (replicated) check(t Topology) error {
-	if t.N < 1 || t.N > MaxReplicas {
-		return fmt.Errorf("replicated needs 1 to %d replicas, got %d", MaxReplicas, t.N)
-	}
-	return checkShardReplicas(t)
+	return errors.Join(checkSize(t, MaxReplicas, "replicas"), checkShardReplicas(t))
 }
 
 func (replicated) nodes(t Topology) []string { return append([]string{"p"}, numbered("r", t.N)...) }

@@ -244,6 +244,15 @@ func (topoBase) waitFailover(_ context.Context, c *Cluster, _ string) (string, e
 	return "", fmt.Errorf("wait for failover: topology %s has no sentinels (use replicated:R+sentinels)", c.topo)
 }
 
+// checkSize refuses a size outside 1..most, naming what the size counts:
+// "independent needs 1 to 15 masters, got 0".
+func checkSize(t Topology, most int, counts string) error {
+	if t.N < 1 || t.N > most {
+		return fmt.Errorf("%s needs 1 to %d %s, got %d", t.Kind, most, counts, t.N)
+	}
+	return nil
+}
+
 // checkShardReplicas refuses replicas per shard outside a Redis Cluster.
 func checkShardReplicas(t Topology) error {
 	if t.Replicas != 0 {

@@ -13,21 +13,12 @@ type Kind string
 
 // Topology says which Redis processes a cluster runs. Its text form, used on
 // the command line and in plans, is the kind's name, ':', its size, and
-// optionally '+' and an addition (Syntax lists them):
-//
-//	independent:N               N standalone masters n1..nN, 1 ≤ N ≤ 15
-//	replicated:R                primary p and replicas r1..rR, 1 ≤ R ≤ 8
-//	replicated:R+sentinels      the same, watched by Sentinels s1, s2, s3
-//	groups:G                    G independent groups n<i> (primary) + n<i>r
-//	                            (its replica), 1 ≤ G ≤ 7
-//	cluster:S, cluster:S+R      a Redis Cluster of S shards, primaries n1..nS,
-//	                            each with R replicas n<i>r1..n<i>rR;
-//	                            1 ≤ S ≤ 5, 0 ≤ R ≤ 2
-//
-// Spaces around ':' and '+' are ignored ("replicated:1 + sentinels").
-// What a topology means to the rest of tumbler — its nodes, links, traits,
-// what it asks of a lock — is the kind's to say; nothing outside this
-// package compares kinds.
+// optionally '+' and an addition: "independent:5", "replicated:1+sentinels",
+// "cluster:3+1". Syntax lists every kind's form, and the kind's file
+// (topo_<name>.go) says what it runs and its limits. Spaces around ':' and
+// '+' are ignored ("replicated:1 + sentinels"). What a topology means to
+// the rest of tumbler — its nodes, links, traits, what it asks of a lock —
+// is the kind's to say; nothing outside this package compares kinds.
 type Topology struct {
 	Kind Kind
 	// N is the kind's size: masters (independent), replicas (replicated),
