@@ -55,23 +55,14 @@ func (c *Cluster) ClientView(client int) (ClientView, error) {
 		return ClientView{}, fmt.Errorf("client view %d: the cluster has clients 0..%d", client, c.spec.Clients-1)
 	}
 	v := ClientView{Client: client, Nodes: c.Nodes(), Addrs: map[string]string{}}
-	if c.topo.Kind == Groups {
-		v.Nodes = c.topo.Masters() // each leads to its group's primary
-	}
 	for _, x := range append(c.Nodes(), c.Sentinels()...) {
 		addr, err := c.ClientAddr(client, x)
 		if err != nil {
 			return ClientView{}, err
 		}
 		v.Addrs[x] = addr
-		if a := c.announceAddr(x); a != "" && (c.topo.Kind == Replicated || c.topo.Kind == RedisCluster) {
-			if v.Announced == nil {
-				v.Announced = map[string]string{}
-			}
-			v.Announced[a] = x
-		}
 	}
-	v.Cluster = c.topo.Kind == RedisCluster
+	c.kind.view(c, &v)
 	for _, s := range c.Sentinels() {
 		v.Sentinels = append(v.Sentinels, v.Addrs[s])
 		v.MasterName = MasterName
@@ -127,4 +118,18 @@ func (v ClientView) FailoverOptions(login access.Login) *redis.FailoverOptions {
 	login.ApplyFailover(o)
 	o.Dialer = v.Dialer(login.TLS)
 	return o
+}
+
+// viewAnnounced maps, in v, the address each data node and Sentinel
+// announces to the node, for a client that follows the Sentinels or a
+// Redis Cluster's redirections (Dialer).
+func (c *Cluster) viewAnnounced(v *ClientView) {
+	for _, x := range append(c.Nodes(), c.Sentinels()...) {
+		if a := c.announceAddr(x); a != "" {
+			if v.Announced == nil {
+				v.Announced = map[string]string{}
+			}
+			v.Announced[a] = x
+		}
+	}
 }

@@ -4,23 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/tumbler-dev/tumbler/internal/clockshim"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
-	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
 	"github.com/tumbler-dev/tumbler/access"
-	"github.com/tumbler-dev/tumbler/internal/wait"
 )
 
 // Spec is what Start builds.
@@ -84,10 +80,12 @@ const MasterName = "tumbler"
 
 // Cluster is a running topology: data nodes, optional Sentinels, and a
 // toxiproxy proxy on every link (see Link). Its methods are safe for
-// concurrent use.
+// concurrent use. What depends on the topology's kind — roles, wiring,
+// the clients' view, failovers — it asks the kind (topoKind).
 type Cluster struct {
 	spec   Spec
 	topo   Topology
+	kind   topoKind
 	prov   Provider
 	dir    string
 	ownDir bool
@@ -98,10 +96,8 @@ type Cluster struct {
 	apiAddr string
 	proxies map[string]linkProxy // fixed after Start
 	links   []Link
-	// remote: an adopted deployment (ExternalProvider) whose links are in
-	// the user's toxiproxy; announce maps its nodes to the addresses they
-	// announce, which is where Sentinel says they are.
-	remote   bool
+	// announce maps an adopted deployment's nodes to the addresses they
+	// announce, which is where Sentinel says they are (see announceAddr).
 	announce map[string]string
 	// persistKnown: every data node's persist is its real mode (false for
 	// an adopted deployment whose config declares none).
@@ -128,50 +124,71 @@ type Cluster struct {
 	closeErr  error
 }
 
-type node struct {
-	name     string
-	sentinel bool
-	dir      string
-	addr     string // direct, bypassing every proxy; fixed after first start
+// Start builds and starts a cluster. On error nothing is left running.
+// It first sweeps processes left by dead owners (SweepOrphans). A spec the
+// topology, the provider or this machine cannot run is refused before
+// anything starts.
+func Start(ctx context.Context, spec Spec) (*Cluster, error) {
+	persistenceGiven := spec.Persistence != ""
+	spec, err := spec.normal()
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	prepare := prepareHost
+	if spec.Provider != nil {
+		prepare = spec.Provider.Prepare
+	}
+	if err := prepare(spec); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	_, _ = SweepOrphans() // best effort: a bad record must not stop a run
 
-	mu       sync.Mutex // serialises lifecycle operations on this node
-	up       bool
-	persist  Persistence
-	upstream string // replicated: the node it replicates from; "" if primary
-	admin    *redis.Client
-
-	// A cluster node's bus address (direct) and its node ID, fixed after
-	// its first start.
-	busAddr   string
-	clusterID string
+	_, adopts := spec.Provider.(Adopter)
+	acl := spec.ClientACL
+	if len(acl) == 0 {
+		acl = []string{"~*", "&*", "+@all"}
+	} else {
+		acl = append(slices.Clone(acl), spec.Topology.kindOf().clientRights()...)
+	}
+	sec, err := newSecurity(spec.Access, !adopts, acl)
+	if err != nil {
+		if spec.Provider != nil {
+			_ = spec.Provider.Close()
+		}
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	c := &Cluster{spec: spec, topo: spec.Topology, kind: spec.Topology.kindOf(), prov: spec.Provider, sec: sec,
+		nodes: map[string]*node{}, proxies: map[string]linkProxy{}, persistKnown: persistenceGiven || !adopts}
+	if err := c.start(ctx, persistenceGiven); err != nil {
+		return nil, errors.Join(sec.redactErr(err), c.Close())
+	}
+	return c, nil
 }
 
-// Start builds and starts a cluster. On error nothing is left running.
-// It first sweeps processes left by dead owners (SweepOrphans).
-func Start(ctx context.Context, spec Spec) (*Cluster, error) {
+// normal checks the spec and fills in its defaults.
+func (spec Spec) normal() (Spec, error) {
 	if err := spec.Topology.Validate(); err != nil {
-		return nil, fmt.Errorf("cluster: %w", err)
+		return spec, err
 	}
 	if err := spec.Server.Validate(); err != nil {
-		return nil, fmt.Errorf("cluster: %w", err)
+		return spec, err
 	}
 	if spec.Clients < 0 || spec.Clients > 256 {
-		return nil, fmt.Errorf("cluster: clients must be 0..256, got %d", spec.Clients)
+		return spec, fmt.Errorf("clients must be 0..256, got %d", spec.Clients)
 	}
-	if spec.Topology.Kind == RedisCluster {
-		if _, adopted := spec.Provider.(adopter); adopted {
-			return nil, fmt.Errorf("cluster: topology %s: the external provider cannot adopt a Redis Cluster yet; run it with the process or docker provider", spec.Topology)
-		}
-		if spec.Access != nil && spec.Access.TLS != nil {
-			return nil, fmt.Errorf("cluster: topology %s: TLS to a Redis Cluster is not supported yet (its announced TLS ports are not proxied); use a password or an ACL user", spec.Topology)
+	if _, adopts := spec.Provider.(Adopter); adopts {
+		if err := spec.Topology.Adoptable(); err != nil {
+			return spec, err
 		}
 	}
-	persistenceGiven := spec.Persistence != ""
-	if !persistenceGiven {
+	if err := spec.Topology.kindOf().checkSpec(spec); err != nil {
+		return spec, err
+	}
+	if spec.Persistence == "" {
 		spec.Persistence = PersistNone
 	}
 	if err := spec.Persistence.Validate(); err != nil {
-		return nil, fmt.Errorf("cluster: %w", err)
+		return spec, err
 	}
 	if spec.DownAfter == 0 {
 		spec.DownAfter = time.Second
@@ -180,51 +197,64 @@ func Start(ctx context.Context, spec Spec) (*Cluster, error) {
 		spec.FailoverTimeout = DefaultFailoverTimeout
 	}
 	if spec.DownAfter < 100*time.Millisecond || spec.FailoverTimeout < time.Second {
-		return nil, fmt.Errorf("cluster: sentinel down-after %v (min 100ms) or failover-timeout %v (min 1s) too small", spec.DownAfter, spec.FailoverTimeout)
+		return spec, fmt.Errorf("sentinel down-after %v (min 100ms) or failover-timeout %v (min 1s) too small", spec.DownAfter, spec.FailoverTimeout)
 	}
-	// Only processes on this machine need Redis and the shim here; a
-	// container image or a deployment brings its own.
-	if _, local := spec.Provider.(*ProcessProvider); spec.Provider == nil || local {
-		if _, err := lookBinary(spec.Server.Binary(false)); err != nil {
-			return nil, fmt.Errorf("cluster: %w", err)
-		}
-		if spec.Topology.Sentinels {
-			if _, err := lookBinary(spec.Server.Binary(true)); err != nil {
-				return nil, fmt.Errorf("cluster: %w", err)
-			}
-		}
-		if spec.Clock {
-			if _, err := clockshim.Build(); err != nil {
-				return nil, fmt.Errorf("cluster: %w", err)
-			}
-		}
-	}
-	_, _ = SweepOrphans() // best effort: a bad record must not stop a run
-
-	_, adopted := spec.Provider.(adopter)
-	acl := spec.ClientACL
-	if len(acl) == 0 {
-		acl = []string{"~*", "&*", "+@all"}
-	} else if spec.Topology.Kind == RedisCluster {
-		// A cluster client loads the slot map with CLUSTER SLOTS.
-		acl = append(slices.Clone(acl), "+cluster|slots")
-	}
-	sec, err := newSecurity(spec.Access, !adopted, acl)
-	if err != nil {
-		if spec.Provider != nil {
-			_ = spec.Provider.Close()
-		}
-		return nil, fmt.Errorf("cluster: %w", err)
-	}
-	c := &Cluster{spec: spec, topo: spec.Topology, prov: spec.Provider, sec: sec, nodes: map[string]*node{}, proxies: map[string]linkProxy{},
-		persistKnown: persistenceGiven || !adopted}
-	if err := c.start(ctx, persistenceGiven); err != nil {
-		return nil, errors.Join(sec.redactErr(err), c.Close())
-	}
-	return c, nil
+	return spec, nil
 }
 
 func (c *Cluster) start(ctx context.Context, persistenceGiven bool) error {
+	if err := c.makeDirs(); err != nil {
+		return err
+	}
+	c.order = c.topo.Nodes()
+	for _, name := range c.order {
+		c.nodes[name] = &node{name: name, dir: filepath.Join(c.dir, name), persist: c.spec.Persistence}
+	}
+	for _, name := range c.topo.SentinelNames() {
+		c.nodes[name] = &node{name: name, sentinel: true, dir: filepath.Join(c.dir, name)}
+	}
+	if err := c.kind.prepare(c); err != nil {
+		return err
+	}
+	if a, ok := c.prov.(Adopter); ok {
+		return c.adopt(ctx, a, persistenceGiven)
+	}
+
+	var err error
+	c.toxLog, err = os.Create(filepath.Join(c.dir, "toxiproxy.log"))
+	if err != nil {
+		return fmt.Errorf("toxiproxy log: %w", err)
+	}
+	logger := zerolog.New(c.toxLog).Level(zerolog.WarnLevel).With().Timestamp().Logger()
+	c.tox = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), logger)
+
+	// Data nodes start as plain masters: the proxies they replicate and
+	// announce through need their addresses first.
+	if err := c.each(c.order, func(n *node) error { return c.startNode(ctx, n) }); err != nil {
+		return err
+	}
+	if err := c.makeProxies(); err != nil {
+		return err
+	}
+	if err := c.kind.wire(ctx, c); err != nil {
+		return err
+	}
+	if c.topo.Sentinels {
+		if err := c.startSentinels(ctx); err != nil {
+			return err
+		}
+	}
+	if c.spec.APIAddr != "" {
+		if err := c.serveAPI(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// makeDirs makes the cluster's directory, the provider if none was given,
+// and the private directory of the servers' secrets.
+func (c *Cluster) makeDirs() error {
 	var err error
 	if c.spec.Dir != "" {
 		// Servers run with their own working directory, so a relative path
@@ -249,92 +279,19 @@ func (c *Cluster) start(ctx context.Context, persistenceGiven bool) error {
 		}
 		c.prov = pp
 	}
-	if r := c.record(); r != nil && c.ownDir {
+	r, sweeps := c.prov.(sweeper)
+	if sweeps && c.ownDir {
 		// A process provider's data, or the containers' bind mounts.
-		r.removeDirOnSweep(c.dir)
+		r.sweepRecord().removeDirOnSweep(c.dir)
 	}
-
 	if c.sec.enabled() && c.sec.own {
 		// Passwords and keys go to a private directory outside the run's
 		// store, so no report, log or copy of the store holds them.
 		if c.secretDir, err = os.MkdirTemp("", "tumbler-secret-"); err != nil {
 			return fmt.Errorf("private directory: %w", err)
 		}
-		if r := c.record(); r != nil {
-			r.removeDirOnSweep(c.secretDir)
-		}
-	}
-	c.order = c.topo.Nodes()
-	for _, name := range c.order {
-		c.nodes[name] = &node{name: name, dir: filepath.Join(c.dir, name), persist: c.spec.Persistence}
-	}
-	for _, name := range c.topo.SentinelNames() {
-		c.nodes[name] = &node{name: name, sentinel: true, dir: filepath.Join(c.dir, name)}
-	}
-	if c.topo.Kind == Replicated {
-		c.primary = "p"
-	}
-	if c.topo.Kind == Groups {
-		// A group's clients follow its primary through proxies the
-		// harness re-points (Promote): only the embedded toxiproxy can.
-		if _, local := c.prov.(*ProcessProvider); !local {
-			return fmt.Errorf("topology %s needs the process provider, not %T", c.topo, c.prov)
-		}
-		c.groupPrimary = map[string]string{}
-		for _, g := range c.topo.Masters() {
-			c.groupPrimary[g] = g
-			c.nodes[g+"r"].upstream = g
-		}
-	}
-	if a, ok := c.prov.(adopter); ok {
-		return c.adopt(ctx, a, persistenceGiven)
-	}
-
-	c.toxLog, err = os.Create(filepath.Join(c.dir, "toxiproxy.log"))
-	if err != nil {
-		return fmt.Errorf("toxiproxy log: %w", err)
-	}
-	logger := zerolog.New(c.toxLog).Level(zerolog.WarnLevel).With().Timestamp().Logger()
-	c.tox = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), logger)
-
-	// Data nodes start as plain masters: the proxies they replicate and
-	// announce through need their addresses first.
-	if err := c.each(c.order, func(n *node) error { return c.startNode(ctx, n) }); err != nil {
-		return err
-	}
-	if err := c.makeProxies(); err != nil {
-		return err
-	}
-	if c.topo.Kind == Replicated {
-		if err := c.wire(ctx); err != nil {
-			return err
-		}
-	}
-	if c.topo.Kind == Groups {
-		if err := c.wireGroups(ctx); err != nil {
-			return err
-		}
-	}
-	if c.topo.Kind == RedisCluster {
-		if err := c.wireCluster(ctx); err != nil {
-			return err
-		}
-	}
-	if c.topo.Sentinels {
-		if err := c.each(c.topo.SentinelNames(), func(n *node) error { return c.startNode(ctx, n) }); err != nil {
-			return err
-		}
-		// Clients reach the Sentinels through their own proxies too.
-		if err := c.makeProxies(); err != nil {
-			return err
-		}
-		if err := c.waitSentinels(ctx); err != nil {
-			return err
-		}
-	}
-	if c.spec.APIAddr != "" {
-		if err := c.serveAPI(); err != nil {
-			return err
+		if sweeps {
+			r.sweepRecord().removeDirOnSweep(c.secretDir)
 		}
 	}
 	return nil
@@ -388,204 +345,6 @@ func (c *Cluster) makeProxies() error {
 // them (Topology.Links).
 func (c *Cluster) wantedLinks() []Link { return c.topo.Links(c.spec.Clients) }
 
-// wire makes the replicated topology: every node announces its peer proxy,
-// replicas replicate from p through their own replication proxies.
-func (c *Cluster) wire(ctx context.Context) error {
-	err := c.each(c.order, func(n *node) error {
-		host, port := c.announced(n.name)
-		if err := n.admin.ConfigSet(ctx, "replica-announce-ip", host).Err(); err != nil {
-			return fmt.Errorf("%s: set replica-announce-ip: %w", n.name, err)
-		}
-		if err := n.admin.ConfigSet(ctx, "replica-announce-port", port).Err(); err != nil {
-			return fmt.Errorf("%s: set replica-announce-port: %w", n.name, err)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if err := c.follow(ctx, c.primary); err != nil {
-		return err
-	}
-	deadline := time.Now().Add(15 * time.Second)
-	for _, name := range c.order[1:] {
-		n := c.nodes[name]
-		for {
-			info, err := n.admin.Info(ctx, "replication").Result()
-			if err == nil && strings.Contains(info, "master_link_status:up") {
-				break
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("replica %s never linked to %s: %v%s", name, c.primary, err, tailOf(c.prov.LogFile(name)))
-			}
-			if err := wait.For(ctx, 5*time.Millisecond); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// announced is the address node announces: its peer proxy.
-func (c *Cluster) announced(name string) (host, port string) {
-	h, p, _ := net.SplitHostPort(c.announceAddr(name))
-	return h, p
-}
-
-// announceAddr is the address a data node announces, which is where
-// Sentinel says it is: its peer proxy, or what an external deployment's
-// config says. "" if there is none.
-//
-// A Sentinel announces its own address to the other Sentinels (with no
-// sentinel announce-ip, the address it has on its link to the primary,
-// which is its own), and that is what SENTINEL SENTINELS tells a client.
-func (c *Cluster) announceAddr(name string) string {
-	if a := c.announce[name]; a != "" {
-		return a
-	}
-	if n := c.nodes[name]; n != nil && n.sentinel {
-		return n.addr
-	}
-	if p := c.proxies[PeerLink(name)]; p != nil {
-		return p.addr()
-	}
-	return ""
-}
-
-// follow makes primary the primary: REPLICAOF NO ONE on it, and every
-// other running data node replicates from it through its own replication
-// proxy. Nodes that are down follow when they start. It returns the nodes
-// it could not reach, as an error, after doing the rest.
-func (c *Cluster) follow(ctx context.Context, primary string) error {
-	c.mu.Lock()
-	c.primary = primary
-	for _, name := range c.order {
-		if name == primary {
-			c.nodes[name].upstream = ""
-		} else {
-			c.nodes[name].upstream = primary
-		}
-	}
-	c.mu.Unlock()
-	err := c.each(c.order, func(n *node) error {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		if !n.up {
-			return nil
-		}
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		var err error
-		if n.name == primary {
-			err = n.admin.Do(cctx, "REPLICAOF", "NO", "ONE").Err()
-		} else {
-			// An external deployment may not route replication through
-			// proxies: then replicas go where the primary announces.
-			to := c.announceAddr(primary)
-			if p := c.proxies[ReplicationLink(n.name, primary)]; p != nil {
-				to = p.addr()
-			}
-			host, port, _ := net.SplitHostPort(to)
-			err = n.admin.Do(cctx, "REPLICAOF", host, port).Err()
-		}
-		if err != nil {
-			return fmt.Errorf("%s: REPLICAOF: %w", n.name, err)
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("make %s primary: %w", primary, err)
-	}
-	return nil
-}
-
-// record is the provider's record of what to sweep, if it keeps one.
-func (c *Cluster) record() *record {
-	switch p := c.prov.(type) {
-	case *ProcessProvider:
-		return p.rec
-	case *DockerProvider:
-		return p.rec
-	}
-	return nil
-}
-
-// startNode starts n with its current persistence and role.
-func (c *Cluster) startNode(ctx context.Context, n *node) error {
-	s := ProcSpec{Name: n.name, Sentinel: n.sentinel, Dir: n.dir, Login: c.sec.admin, Server: c.spec.Server}
-	if !n.sentinel {
-		s.Clock = c.spec.Clock
-		s.Wipe = n.persist == PersistNone
-		s.Persistence = n.persist
-	}
-	if c.secretDir != "" {
-		s.SecretDir = filepath.Join(c.secretDir, n.name)
-		s.TLS = c.sec.serverTLS()
-		if n.sentinel {
-			s.Secret = c.sec.sentinelSecrets()
-		} else {
-			s.Secret = c.sec.nodeSecrets()
-		}
-	}
-	switch {
-	case c.remote:
-		// An external deployment runs with its owner's configuration.
-	case n.sentinel:
-		s.Config = c.sentinelConfig()
-	default:
-		// A full sync starts at once instead of waiting 5 s for more
-		// replicas to share it.
-		s.Args = append(n.persist.args(), "--repl-diskless-sync-delay", "0")
-		if c.topo.Kind == RedisCluster {
-			// Before the plan's directives, which may set the timeout.
-			s.Cluster = true
-			s.Args = append(s.Args, c.clusterArgs(n)...)
-		}
-		s.Args = append(s.Args, c.spec.NodeArgs...)
-		if c.topo.Kind == Groups {
-			c.mu.Lock()
-			up := n.upstream
-			c.mu.Unlock()
-			if px := c.proxies[ReplicationLink(n.name, up)]; up != "" && px != nil {
-				h, p, _ := net.SplitHostPort(px.addr())
-				s.Args = append(s.Args, "--replicaof", h, p)
-			}
-		}
-		if c.topo.Kind == Replicated && c.proxies[PeerLink(n.name)] != nil {
-			host, port := c.announced(n.name)
-			s.Args = append(s.Args, "--replica-announce-ip", host, "--replica-announce-port", port)
-			c.mu.Lock()
-			up := n.upstream
-			c.mu.Unlock()
-			if up != "" {
-				h, p, _ := net.SplitHostPort(c.proxies[ReplicationLink(n.name, up)].addr())
-				s.Args = append(s.Args, "--replicaof", h, p)
-			}
-		}
-	}
-	addr, err := c.prov.Start(ctx, s)
-	if err != nil {
-		return err
-	}
-	if n.addr == "" {
-		n.addr = addr
-		n.admin = redis.NewClient(adminOptions(addr, c.sec.admin))
-		if s.Cluster {
-			if err := c.learnBus(ctx, n); err != nil {
-				_ = c.prov.Kill(n.name)
-				return err
-			}
-		}
-	} else if addr != n.addr {
-		// A provider that cannot keep the address (a new container, say)
-		// would strand the proxies; refuse rather than misroute.
-		_ = c.prov.Kill(n.name)
-		return fmt.Errorf("start %s: came back at %s, not %s, and the proxies point at the old address", n.name, addr, n.addr)
-	}
-	n.up = true
-	return nil
-}
-
 func (c *Cluster) serveAPI() error {
 	l, err := net.Listen("tcp", c.spec.APIAddr)
 	if err != nil {
@@ -611,10 +370,9 @@ func (c *Cluster) Close() error {
 			}
 			cancel()
 		}
-		if c.remote {
-			// The user's toxiproxy outlives the run: leave no toxic behind.
-			errs = append(errs, c.healAll())
-		}
+		// An adopted deployment's toxiproxy outlives the run: leave no
+		// toxic behind.
+		errs = append(errs, c.healAll())
 		if c.prov != nil {
 			if err := c.prov.Close(); err != nil {
 				errs = append(errs, err)
@@ -648,216 +406,11 @@ func (c *Cluster) Close() error {
 	return c.closeErr
 }
 
-// node returns the data node or Sentinel called name.
-func (c *Cluster) node(op, name string, dataOnly bool) (*node, error) {
-	if c.closed.Load() {
-		return nil, fmt.Errorf("%s %s: cluster closed", op, name)
-	}
-	n := c.nodes[name]
-	if n == nil || (dataOnly && n.sentinel) {
-		what := "data nodes " + strings.Join(c.order, ", ")
-		if !dataOnly && c.topo.Sentinels {
-			what += "; sentinels " + strings.Join(c.topo.SentinelNames(), ", ")
-		}
-		return nil, fmt.Errorf("%s: no node %q in %s (%s)", op, name, c.topo, what)
-	}
-	return n, nil
-}
-
-// Kill ends a data node or Sentinel at once (SIGKILL): no shutdown, no
-// save, clients see their connections drop. Killing a node that is down
-// is not an error.
-func (c *Cluster) Kill(name string) error {
-	n, err := c.node("kill", name, false)
-	if err != nil {
-		return err
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if err := c.prov.Kill(name); err != nil {
-		return fmt.Errorf("kill %s: %w", name, err)
-	}
-	n.up = false
-	return nil
-}
-
-// StartNode starts a node that is down, with its current persistence (a
-// PersistNone node comes back empty) and, for a data node of a replicated
-// topology, as a replica of the node it last followed — as a restarted
-// server with its config file would. A Sentinel resumes from the config it
-// rewrote.
-func (c *Cluster) StartNode(ctx context.Context, name string) error {
-	n, err := c.node("start", name, false)
-	if err != nil {
-		return err
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.up {
-		return fmt.Errorf("start %s: already running", name)
-	}
-	return c.startNode(ctx, n)
-}
-
-// RestartOptions say how Restart brings a node back.
-type RestartOptions struct {
-	// Persistence the node runs with after the restart; "" keeps its
-	// mode. PersistNone comes back empty; an AOF mode loads the AOF the
-	// node wrote before the kill, if it wrote one.
-	Persistence Persistence
-	// Delay holds the node down this long after the kill.
-	Delay time.Duration
-}
-
-// Restart kills the node (SIGKILL), waits o.Delay and starts it again. It
-// returns when the node answers PING, or when ctx ends (the node is then
-// left down).
-func (c *Cluster) Restart(ctx context.Context, name string, o RestartOptions) error {
-	n, err := c.node("restart", name, false)
-	if err != nil {
-		return err
-	}
-	if o.Persistence != "" {
-		if err := o.Persistence.Validate(); err != nil {
-			return fmt.Errorf("restart %s: %w", name, err)
-		}
-		if n.sentinel {
-			return fmt.Errorf("restart %s: a Sentinel has no persistence mode", name)
-		}
-	}
-	if o.Delay < 0 {
-		return fmt.Errorf("restart %s: negative delay %v", name, o.Delay)
-	}
-	if rc, ok := c.prov.(restartChecker); ok {
-		// Refuse before the kill, so a refused restart changes nothing.
-		s := ProcSpec{Name: name, Sentinel: n.sentinel}
-		if !n.sentinel {
-			n.mu.Lock()
-			s.Persistence = n.persist
-			n.mu.Unlock()
-			if o.Persistence != "" {
-				s.Persistence = o.Persistence
-			}
-			s.Wipe = s.Persistence == PersistNone
-		}
-		if err := rc.checkRestart(s); err != nil {
-			return err
-		}
-	}
-	if err := c.Kill(name); err != nil {
-		return err
-	}
-	if err := wait.For(ctx, o.Delay); err != nil {
-		return fmt.Errorf("restart %s: %w", name, err)
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.up {
-		return fmt.Errorf("restart %s: started by someone else during the delay", name)
-	}
-	if o.Persistence != "" {
-		n.persist = o.Persistence
-	}
-	return c.startNode(ctx, n)
-}
-
-// Pause freezes a data node or Sentinel (SIGSTOP): connections stay open,
-// nothing is answered, its timers stop.
-func (c *Cluster) Pause(name string) error {
-	n, err := c.node("pause", name, false)
-	if err != nil {
-		return err
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return c.prov.Pause(name)
-}
-
-// Resume continues a paused node (SIGCONT).
-func (c *Cluster) Resume(name string) error {
-	n, err := c.node("resume", name, false)
-	if err != nil {
-		return err
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return c.prov.Resume(name)
-}
-
-// SetClock sets a data node's wall clock to the host's plus offset
-// (negative: behind). It takes effect at the node's next clock read and
-// stays across restarts of the node. Needs Spec.Clock.
-func (c *Cluster) SetClock(name string, offset time.Duration) error {
-	n, err := c.node("set clock", name, true)
-	if err != nil {
-		return err
-	}
-	if !c.spec.Clock {
-		return fmt.Errorf("set clock of %s: the cluster was started without Spec.Clock, so no clock shim is loaded", name)
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return c.prov.SetClock(name, offset)
-}
-
 // Controls are the node controls of the cluster's provider.
 func (c *Cluster) Controls() Controls { return c.prov.Controls() }
 
 // ProviderName names the cluster's provider: process, docker or external.
 func (c *Cluster) ProviderName() string { return c.prov.Name() }
-
-// readValue reads a key of any type: a string's value, "" for a key of
-// another type (a reentrant lock's hash), nil when there is none.
-var readValue = redis.NewScript(`
-local t = redis.call('TYPE', KEYS[1]).ok
-if t == 'none' then return false end
-if t == 'string' then return redis.call('GET', KEYS[1]) end
-return ''`)
-
-// Values reads key on every data node, in parallel, through the
-// harness's own connections (no proxy: a partition does not hide a node):
-// node → the key's value, "" for a key that is not a string. Nodes without
-// the key, down, or not answering within timeout (a paused node) are left
-// out; Values returns by then, and a read still waiting ends on its own
-// within the connections' read timeout. It tells which nodes a lease rests
-// on.
-func (c *Cluster) Values(ctx context.Context, key string, timeout time.Duration) map[string]string {
-	type answer struct {
-		node, value string
-		ok          bool
-	}
-	ch := make(chan answer, len(c.order))
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	asked := 0
-	for _, name := range c.order {
-		// admin is set by the node's first start, within Start, and never
-		// again; n.mu is not taken, so a node being restarted does not hold
-		// the read up (it fails at once, as for a node that is down).
-		admin := c.nodes[name].admin
-		if admin == nil || c.closed.Load() {
-			continue
-		}
-		asked++
-		go func() {
-			// An error is redis.Nil (no key) or no answer.
-			v, err := readValue.Run(ctx, admin, []string{key}).Text()
-			ch <- answer{name, v, err == nil}
-		}()
-	}
-	out := map[string]string{}
-	for ; asked > 0; asked-- {
-		select {
-		case a := <-ch:
-			if a.ok {
-				out[a.node] = a.value
-			}
-		case <-ctx.Done():
-			return out
-		}
-	}
-	return out
-}
 
 // Topology is the cluster's topology.
 func (c *Cluster) Topology() Topology { return c.topo }
@@ -932,35 +485,3 @@ func (c *Cluster) LogFiles() map[string]string {
 // APIAddr is where toxiproxy's HTTP API listens, "" if Spec.APIAddr was
 // empty; for an external deployment, its toxiproxy's (host:port).
 func (c *Cluster) APIAddr() string { return c.apiAddr }
-
-// Up reports whether a node is running (started and not killed).
-func (c *Cluster) Up(name string) bool {
-	n := c.nodes[name]
-	if n == nil {
-		return false
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.up
-}
-
-// Persistence is the mode data node name runs with now (it changes when a
-// restart names another), and whether that is known: an adopted deployment
-// whose config declares no persistence is taken as "none" for the harness's
-// own restarts, but what it really writes is not known.
-func (c *Cluster) Persistence(name string) (Persistence, bool) {
-	n := c.nodes[name]
-	if n == nil || n.sentinel {
-		return "", false
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.persist, c.persistKnown
-}
-
-func tailOf(path string) string {
-	if path == "" {
-		return ""
-	}
-	return logTail(path, max(0, fileSize(path)-2048), "")
-}

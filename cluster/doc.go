@@ -3,14 +3,23 @@
 //
 // # Topologies
 //
-// ParseTopology reads "independent:N" (masters n1..nN), "replicated:R"
-// (primary p, replicas r1..rR), "replicated:R+sentinels" (plus
-// redis-sentinel processes s1, s2, s3 watching the primary under the name
-// MasterName, quorum 2, down-after 1 s), "groups:G" and "cluster:S+R" (a
-// Redis Cluster of S shards, primaries n<i> with replicas n<i>r<j>; see
-// rediscluster.go). Start builds one from a Spec and
-// returns when every node answers, every replica is linked and every
-// Sentinel knows every replica and the other Sentinels.
+// ParseTopology reads a topology's text form (Syntax lists them):
+// "independent:N" (masters n1..nN), "replicated:R" (primary p, replicas
+// r1..rR), "replicated:R+sentinels" (plus redis-sentinel processes s1, s2,
+// s3 watching the primary under the name MasterName, quorum 2, down-after
+// 1 s), "groups:G" (G groups of a primary n<i> and its replica n<i>r) and
+// "cluster:S+R" (a Redis Cluster of S shards, primaries n<i> with replicas
+// n<i>r<j>). Each kind is one file, topo_<name>.go, and one line of the
+// registry in topokind.go: its form and rules, nodes, links and Traits,
+// what it asks of a lock (Topology.CheckLock) and of a provider
+// (Topology.Adoptable), and how a Cluster prepares its roles, starts its
+// nodes, wires it, shows it to a client (ClientView) and moves its primary
+// (Promote, PrimaryOf, WaitFailover). The rest of tumbler asks a topology
+// these questions and never compares kinds. Start builds a cluster from a
+// Spec and returns when every node answers, every replica is linked and
+// every Sentinel knows every replica and the other Sentinels; a spec the
+// topology, the provider or this machine cannot run is refused before
+// anything starts.
 //
 // # Links
 //
@@ -63,7 +72,11 @@
 //
 // # Processes
 //
-// A Provider runs the processes; ProcessProvider (the default) runs
+// A Provider runs the processes, and says what it can do to them
+// (Controls), what this machine needs for it (Prepare: the process
+// provider's binaries and clock shim) and, by being an Adopter, that it
+// adopts servers their owner runs instead of starting them. ProcessProvider
+// (the default) runs
 // redis-server and redis-sentinel from PATH. Each process leads its own
 // process group and has Pdeathsig=SIGKILL; each cluster keeps a record of
 // its processes under StateDir(), and Start first calls SweepOrphans, which
@@ -88,19 +101,19 @@
 //
 // DockerProvider runs each process in containers (testcontainers-go) of a
 // Redis image on a Docker network of its own; the proxies listen on the
-// network's gateway. With no registry at hand, BuildRedisImage builds
-// tumbler's image (Debian bookworm by debootstrap, with the clock shim);
-// BuildLocalImages (tumbler image build) makes the images
-// docker-compose.yml runs: that Redis image and the harness image
-// tumbler:local, the tumbler binary on it, which also serves toxiproxy
-// (ServeToxiproxy). A DockerProvider's record names its containers' label,
-// so SweepOrphans removes them too.
+// network's gateway. With no registry at hand, package cluster/image
+// builds tumbler's server image (Debian bookworm by debootstrap, with the
+// clock shim) and, for `tumbler image build`, the images docker-compose.yml
+// runs. A DockerProvider's record names its containers' label, so
+// SweepOrphans removes them too.
 //
-// ExternalProvider adopts a deployment tumbler does not run
+// ExternalProvider, an Adopter, takes a deployment tumbler does not run
 // (ExternalConfig, LoadExternalConfig): its nodes as they are, its links as
 // proxies in the owner's toxiproxy, driven through its HTTP API, and node
 // faults as the owner's hook commands; Close removes the toxics and undoes
-// the node faults it can. deploy/ has a Compose file and an external config
+// the node faults it can. It adopts the topologies whose wiring it need not
+// own (Topology.Adoptable): not groups, whose clients' proxies the harness
+// re-points, nor a Redis Cluster; its config refuses them. deploy/ has a Compose file and an external config
 // for it.
 //
 // # Limits

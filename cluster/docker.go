@@ -24,7 +24,7 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 
 	"github.com/tumbler-dev/tumbler/access"
-	"github.com/tumbler-dev/tumbler/internal/wait"
+	"github.com/tumbler-dev/tumbler/cluster/image"
 )
 
 // DockerOptions configure a DockerProvider.
@@ -32,12 +32,12 @@ type DockerOptions struct {
 	// Server is the software the containers run (default Redis).
 	Server Server
 	// Image runs the data nodes and Sentinels. Empty means
-	// ServerImage(Server), built on this machine by BuildServerImage when
+	// image.Tag(Server), built on this machine by image.Build when
 	// missing. Any image with the server's binaries (redis-server and
 	// redis-sentinel, or valkey-server and valkey-sentinel) on PATH and a
-	// pass-through entrypoint works (OfficialRedisImage, pulled if
-	// missing), but only an image labelled ClockShimLabel can take clock
-	// faults.
+	// pass-through entrypoint works (image.OfficialRedis, pulled if
+	// missing), but only an image labelled image.ClockShimLabel can take
+	// clock faults.
 	Image string
 	// Logf gets testcontainers-go's messages about each container; nil
 	// drops them.
@@ -108,29 +108,36 @@ const (
 	dockerSecretMount = "/tumbler-secret"
 )
 
+// DockerRunLabel is on every container and network of a DockerProvider,
+// with DockerProvider.Run as its value.
+const DockerRunLabel = "tumbler.run"
+
 // NewDockerProvider connects to the Docker daemon, makes sure the image is
-// there (building ServerImage(o.Server) if o.Image is empty) and creates the
+// there (building image.Tag(o.Server) if o.Image is empty) and creates the
 // provider's network.
 func NewDockerProvider(ctx context.Context, o DockerOptions) (*DockerProvider, error) {
-	image := o.Image
-	if image == "" {
+	img := o.Image
+	if img == "" {
+		if err := o.Server.Validate(); err != nil {
+			return nil, err
+		}
 		var err error
-		if image, err = BuildServerImage(ctx, o.Server); err != nil {
+		if img, err = image.Build(ctx, o.Server); err != nil {
 			return nil, err
 		}
 	}
-	cli, err := dockerClient(ctx)
+	cli, err := image.Docker(ctx)
 	if err != nil {
 		return nil, err
 	}
-	d := &DockerProvider{cli: cli, image: image, logger: tcLogger(o.Logf), ctrs: map[string]*dctr{}}
-	labels, found, err := imageLabels(ctx, cli, image)
+	d := &DockerProvider{cli: cli, image: img, logger: tcLogger(o.Logf), ctrs: map[string]*dctr{}}
+	labels, found, err := image.Labels(ctx, cli, img)
 	if err != nil {
 		_ = cli.Close()
 		return nil, err
 	}
 	if found {
-		d.shim = labels[ClockShimLabel]
+		d.shim = labels[image.ClockShimLabel]
 	}
 	var b [4]byte
 	_, _ = rand.Read(b[:])
@@ -179,6 +186,12 @@ func (d *DockerProvider) createNetwork(ctx context.Context) error {
 	}
 	return fmt.Errorf("docker network %s: the daemon gave it no IPv4 subnet", d.netName)
 }
+
+// Prepare implements Provider: the image brings the servers and the clock
+// shim, and NewDockerProvider has made sure it is here.
+func (d *DockerProvider) Prepare(Spec) error { return nil }
+
+func (d *DockerProvider) sweepRecord() *record { return d.rec }
 
 // Name is "docker".
 func (d *DockerProvider) Name() string { return "docker" }
@@ -374,7 +387,7 @@ func (d *DockerProvider) createSandbox(ctx context.Context, c *dctr) error {
 
 func (d *DockerProvider) pullHint(err error) error {
 	if err != nil && strings.Contains(err.Error(), "pull") {
-		return fmt.Errorf("%w (image %s is not on this machine and could not be pulled; build tumbler's with BuildServerImage or pull it beforehand)", err, d.image)
+		return fmt.Errorf("%w (image %s is not on this machine and could not be pulled; build tumbler's with image.Build (tumbler image build) or pull it beforehand)", err, d.image)
 	}
 	return err
 }
@@ -524,40 +537,6 @@ func (d *DockerProvider) LogFile(name string) string {
 	return c.logFile()
 }
 
-// Pid is the host pid of the process in a running container, 0 if none.
-func (d *DockerProvider) Pid(name string) int {
-	in, ok := d.inspect(name)
-	if !ok || !in.Running {
-		return 0
-	}
-	return in.Pid
-}
-
-// Paused reports whether the container is paused.
-func (d *DockerProvider) Paused(name string) bool {
-	in, ok := d.inspect(name)
-	return ok && in.Paused
-}
-
-func (d *DockerProvider) inspect(name string) (*container.State, bool) {
-	c, err := d.get(name)
-	if err != nil {
-		return nil, false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.id == "" {
-		return nil, false
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	in, err := d.cli.ContainerInspect(ctx, c.id, client.ContainerInspectOptions{})
-	if err != nil || in.Container.State == nil {
-		return nil, false
-	}
-	return in.Container.State, true
-}
-
 // Close implements Provider: removes every container and the network of
 // the run, then the record. Idempotent.
 func (d *DockerProvider) Close() error {
@@ -590,76 +569,4 @@ func (d *DockerProvider) Close() error {
 	}
 	_ = d.cli.Close()
 	return err
-}
-
-// removeDockerRun removes the containers and network labelled with run.
-func removeDockerRun(ctx context.Context, run string) error {
-	cli, err := dockerClient(ctx)
-	if err != nil {
-		return err
-	}
-	defer cli.Close()
-	return removeRun(ctx, cli, run)
-}
-
-func removeRun(ctx context.Context, cli *testcontainers.DockerClient, run string) error {
-	filter := make(client.Filters).Add("label", DockerRunLabel+"="+run)
-	list, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: filter})
-	if err != nil {
-		return fmt.Errorf("docker: list containers of run %s: %w", run, err)
-	}
-	errs := make([]error, len(list.Items))
-	var wg sync.WaitGroup
-	for i, ctr := range list.Items {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, err := cli.ContainerRemove(ctx, ctr.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-			if err != nil && strings.Contains(err.Error(), "already in progress") {
-				// Another sweep (a concurrent Start's) is removing it:
-				// done once it is gone.
-				err = waitRemoved(ctx, cli, ctr.ID)
-			}
-			if err != nil && !cerrdefs.IsNotFound(err) {
-				errs[i] = fmt.Errorf("docker: remove container %s: %w", ctr.ID[:12], err)
-			}
-		}()
-	}
-	wg.Wait()
-	nets, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: filter})
-	if err != nil {
-		errs = append(errs, fmt.Errorf("docker: list networks of run %s: %w", run, err))
-	}
-	for _, n := range nets.Items {
-		_, err := cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{})
-		// A container another sweep is still removing keeps its endpoint
-		// on the network for a moment.
-		for try := 0; err != nil && strings.Contains(err.Error(), "active endpoints") && try < 50; try++ {
-			if werr := wait.For(ctx, 200*time.Millisecond); werr != nil {
-				break
-			}
-			_, err = cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{})
-		}
-		if err != nil && !cerrdefs.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("docker: remove network %s: %w", n.Name, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// waitRemoved waits, up to 20 s, until the container is gone.
-func waitRemoved(ctx context.Context, cli *testcontainers.DockerClient, id string) error {
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		_, err := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
-		if cerrdefs.IsNotFound(err) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("still there 20 s after another removal began")
-		}
-		if err := wait.For(ctx, 100*time.Millisecond); err != nil {
-			return err
-		}
-	}
 }

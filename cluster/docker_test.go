@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tumbler-dev/tumbler/access"
+	"github.com/tumbler-dev/tumbler/cluster/image"
 	"github.com/tumbler-dev/tumbler/internal/tlstest"
 )
 
@@ -53,7 +54,7 @@ var testImage struct {
 }
 
 // dockerImage is the Redis image for the docker tests, built once per
-// test binary (and once per machine: BuildRedisImage caches by tag).
+// test binary (and once per machine: image.Build caches by tag).
 func dockerImage(t *testing.T) string {
 	t.Helper()
 	needDocker(t)
@@ -64,7 +65,7 @@ func dockerImage(t *testing.T) string {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		start := time.Now()
-		testImage.image, testImage.err = BuildRedisImage(ctx)
+		testImage.image, testImage.err = image.Build(ctx, Redis)
 		if d := time.Since(start); d > 5*time.Second && testImage.err == nil {
 			fmt.Fprintf(os.Stderr, "built %s in %v\n", testImage.image, d.Round(100*time.Millisecond))
 		}
@@ -81,10 +82,10 @@ func dockerImage(t *testing.T) string {
 
 // startDocker starts a cluster on a DockerProvider, closed on cleanup,
 // and checks then that no container or network of the run is left.
-func startDocker(t *testing.T, image string, spec Spec) (*Cluster, *DockerProvider) {
+func startDocker(t *testing.T, img string, spec Spec) (*Cluster, *DockerProvider) {
 	t.Helper()
 	ctx := testCtx(t, 2*time.Minute)
-	prov, err := NewDockerProvider(ctx, DockerOptions{Image: image, Logf: t.Logf})
+	prov, err := NewDockerProvider(ctx, DockerOptions{Image: img, Logf: t.Logf})
 	if err != nil {
 		t.Fatalf("docker provider: %v", err)
 	}
@@ -114,7 +115,7 @@ func runLeftovers(t *testing.T, run string) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cli, err := dockerClient(ctx)
+	cli, err := image.Docker(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,8 +134,8 @@ func runLeftovers(t *testing.T, run string) int {
 
 func TestDockerIndependent(t *testing.T) {
 	t.Parallel()
-	image := dockerImage(t)
-	c, prov := startDocker(t, image, Spec{Topology: topo(t, "independent:3"), Clients: 1, Clock: true})
+	img := dockerImage(t)
+	c, prov := startDocker(t, img, Spec{Topology: topo(t, "independent:3"), Clients: 1, Clock: true})
 	ctx := testCtx(t, 90*time.Second)
 
 	// Nodes live on the provider's network; the proxies on its gateway.
@@ -244,7 +245,7 @@ func TestDockerIndependent(t *testing.T) {
 			if err := c.SetClock("n3", time.Hour); !errors.Is(err, ErrUnsupported) {
 				t.Fatalf("SetClock on an image without the shim = %v, want ErrUnsupported", err)
 			}
-			t.Skipf("image %s has no clock shim", image)
+			t.Skipf("image %s has no clock shim", img)
 		}
 		n3via, _ := c.ClientAddr(0, "n3")
 		n3 := dial(t, n3via, time.Second)
@@ -286,14 +287,14 @@ func TestDockerIndependent(t *testing.T) {
 
 	log := c.LogFiles()["n1"]
 	if b, err := os.ReadFile(log); err != nil || !strings.Contains(string(b), "Ready to accept connections") {
-		t.Errorf("n1's log %s: %v, %q", log, err, tailString(string(b), 300))
+		t.Errorf("n1's log %s: %v, %q", log, err, string(b[max(0, len(b)-300):]))
 	}
 }
 
 func TestDockerReplicatedSentinels(t *testing.T) {
 	t.Parallel()
-	image := dockerImage(t)
-	c, _ := startDocker(t, image, Spec{Topology: topo(t, "replicated:1+sentinels"), Clients: 1})
+	img := dockerImage(t)
+	c, _ := startDocker(t, img, Spec{Topology: topo(t, "replicated:1+sentinels"), Clients: 1})
 	ctx := testCtx(t, 90*time.Second)
 
 	pvia, _ := c.ClientAddr(0, "p")
@@ -333,12 +334,12 @@ const dockerChildEnv = "TUMBLER_DOCKER_OWNER_CHILD"
 // record under StateDir lets SweepOrphans remove the containers).
 func TestDockerCleanupWhenOwnerFails(t *testing.T) {
 	t.Parallel()
-	image := dockerImage(t)
+	img := dockerImage(t)
 	for _, mode := range []string{"fatal", "panic"} {
 		t.Run(mode, func(t *testing.T) {
 			ctx := testCtx(t, 90*time.Second)
 			child := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestDockerOwnerChild$", "-test.count=1", "-test.v")
-			child.Env = append(os.Environ(), dockerChildEnv+"="+mode, redisImageEnv+"="+image, dockerTestsEnv+"=1")
+			child.Env = append(os.Environ(), dockerChildEnv+"="+mode, redisImageEnv+"="+img, dockerTestsEnv+"=1")
 			out, err := child.CombinedOutput()
 			run := ""
 			sc := bufio.NewScanner(strings.NewReader(string(out)))
@@ -391,9 +392,9 @@ func TestDockerUnsupportedClock(t *testing.T) {
 	needDocker(t)
 	// A provider whose image has no shim refuses clock faults by name,
 	// without any container: the refusal comes before the lookup.
-	d := &DockerProvider{image: OfficialRedisImage, ctrs: map[string]*dctr{}}
+	d := &DockerProvider{image: image.OfficialRedis, ctrs: map[string]*dctr{}}
 	err := d.SetClock("n1", time.Second)
-	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "clock offset") || !strings.Contains(err.Error(), OfficialRedisImage) {
+	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "clock offset") || !strings.Contains(err.Error(), image.OfficialRedis) {
 		t.Fatalf("SetClock = %v", err)
 	}
 }
@@ -408,9 +409,9 @@ func randHex(n int) string {
 // complaint, and the failed Start leaves nothing behind.
 func TestDockerStartFailure(t *testing.T) {
 	t.Parallel()
-	image := dockerImage(t)
+	img := dockerImage(t)
 	ctx := testCtx(t, time.Minute)
-	prov, err := NewDockerProvider(ctx, DockerOptions{Image: image})
+	prov, err := NewDockerProvider(ctx, DockerOptions{Image: img})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,7 +431,7 @@ func TestDockerStartFailure(t *testing.T) {
 // (the containers' bind mount) holds no secret.
 func TestDockerAccess(t *testing.T) {
 	t.Parallel()
-	image := dockerImage(t)
+	img := dockerImage(t)
 	certs := tlstest.Certs(t)
 	pw := "docker-" + t.Name() + "-pw"
 	pwFile := filepath.Join(t.TempDir(), "pw")
@@ -438,7 +439,7 @@ func TestDockerAccess(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	c, _ := startDocker(t, image, Spec{Topology: topo(t, "replicated:1+sentinels"), Clients: 1, Dir: dir,
+	c, _ := startDocker(t, img, Spec{Topology: topo(t, "replicated:1+sentinels"), Clients: 1, Dir: dir,
 		Access: &access.Config{
 			Client: access.Credentials{User: "locks", Password: access.Secret{File: pwFile}},
 			TLS: &access.TLS{CAFile: certs.CA, CertFile: certs.ClientCert, KeyFile: certs.ClientKey, ServerName: tlstest.ServerName,
@@ -472,23 +473,23 @@ func TestDockerAccess(t *testing.T) {
 // and fails a Valkey primary over to its replica in containers.
 func TestDockerValkey(t *testing.T) {
 	needDocker(t)
-	image := os.Getenv(ImageEnv(Valkey))
-	if image == "" {
+	img := os.Getenv(image.Env(Valkey))
+	if img == "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
 		var err error
 		start := time.Now()
-		if image, err = BuildServerImage(ctx, Valkey); err != nil {
+		if img, err = image.Build(ctx, Valkey); err != nil {
 			_, noDeboot := exec.LookPath("debootstrap")
 			if os.Getenv(dockerTestsEnv) != "1" && (os.Geteuid() != 0 || noDeboot != nil) {
 				t.Skipf("cannot build the Valkey image here: %v", err)
 			}
 			t.Fatalf("build the Valkey image: %v", err)
 		}
-		t.Logf("%s ready in %v", image, time.Since(start).Round(100*time.Millisecond))
+		t.Logf("%s ready in %v", img, time.Since(start).Round(100*time.Millisecond))
 	}
 	ctx := testCtx(t, 2*time.Minute)
-	prov, err := NewDockerProvider(ctx, DockerOptions{Server: Valkey, Image: image, Logf: t.Logf})
+	prov, err := NewDockerProvider(ctx, DockerOptions{Server: Valkey, Image: img, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -516,13 +517,21 @@ func TestDockerValkey(t *testing.T) {
 	}
 }
 
+// TestDockerGroups: groups:2 in containers, whose clients' proxies the
+// harness re-points at a promotion as it does for processes.
+func TestDockerGroups(t *testing.T) {
+	t.Parallel()
+	c, _ := startDocker(t, dockerImage(t), Spec{Topology: topo(t, "groups:2"), Clients: 1})
+	checkGroupsPromote(t, testCtx(t, 90*time.Second), c)
+}
+
 // TestDockerRedisCluster: a cluster:2+1 in containers forms through its
 // proxies, serves a client's cluster client through that client's own
 // proxies, and fails a shard over when its primary dies.
 func TestDockerRedisCluster(t *testing.T) {
 	t.Parallel()
-	image := dockerImage(t)
-	c, _ := startDocker(t, image, Spec{Topology: topo(t, "cluster:3+1"), Clients: 1})
+	img := dockerImage(t)
+	c, _ := startDocker(t, img, Spec{Topology: topo(t, "cluster:3+1"), Clients: 1})
 	ctx := testCtx(t, 90*time.Second)
 	cc := clusterClient(t, c, 0)
 	key := "tumbler:0"

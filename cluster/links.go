@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -244,10 +245,12 @@ func (c *Cluster) linkHint(name string) string {
 	if _, ok := c.nodes[l.To]; !ok {
 		return fmt.Sprintf("%q is not a data node or Sentinel; data nodes are %s", l.To, strings.Join(c.topo.Nodes(), ", "))
 	}
-	if c.remote {
-		return "an external deployment has the links its config declares: " + strings.Join(c.Links(), ", ")
+	if slices.Contains(c.topo.Links(c.spec.Clients), l) {
+		// A link of the topology without a proxy: an adopted deployment
+		// that does not declare it.
+		return "the deployment declares the links " + strings.Join(c.Links(), ", ")
 	}
-	return fmt.Sprintf("links into %s come from c0..c%d, peer and the other data nodes of a replicated topology", l.To, c.spec.Clients-1)
+	return "links are " + c.topo.LinkForms(c.spec.Clients)
 }
 
 // parallel runs f on every proxy at once: toxiproxy interrupts each

@@ -62,6 +62,31 @@ func (p *ProcessProvider) Name() string { return "process" }
 // Controls is every control: the processes are the harness's children.
 func (p *ProcessProvider) Controls() Controls { return AllControls }
 
+// Prepare implements Provider: prepareHost.
+func (p *ProcessProvider) Prepare(s Spec) error { return prepareHost(s) }
+
+// prepareHost checks that this machine can run s's processes: the server's
+// binaries (and the Sentinel's, if any) on PATH, and the clock shim built
+// when s needs it.
+func prepareHost(s Spec) error {
+	if _, err := lookBinary(s.Server.Binary(false)); err != nil {
+		return err
+	}
+	if s.Topology.Sentinels {
+		if _, err := lookBinary(s.Server.Binary(true)); err != nil {
+			return err
+		}
+	}
+	if s.Clock {
+		if _, err := clockshim.Build(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *ProcessProvider) sweepRecord() *record { return p.rec }
+
 // ProxyHost is 127.0.0.1.
 func (p *ProcessProvider) ProxyHost() string { return "127.0.0.1" }
 

@@ -105,8 +105,32 @@ type Provider interface {
 	// fault schedule can be checked before anything starts. It is known as
 	// soon as the provider is built and does not change.
 	Controls() Controls
+	// Prepare makes this machine ready to run s, or says why it cannot,
+	// before anything starts: the process provider needs the server's
+	// binaries on PATH and, for clock faults, the clock shim (built here);
+	// a container image or an adopted deployment brings its own.
+	Prepare(s Spec) error
 	// Close ends every process the provider started. It is idempotent.
 	Close() error
+}
+
+// Adopter is a Provider that adopts servers their owner runs and wires,
+// instead of starting them (ExternalProvider): its first Start of a node
+// checks that it answers and ignores Args and Config, and the links are
+// proxies in a toxiproxy of the owner's. A cluster on an Adopter makes no
+// proxies and configures no server: it takes the links and the addresses
+// the adoption declares, adopts each node, and asks the topology's kind
+// for the roles the deployment has. A topology that cannot be adopted
+// (Topology.Adoptable) is refused before anything starts.
+type Adopter interface {
+	Provider
+	adopt(topo Topology, clients int) (*adoption, error)
+}
+
+// sweeper is a Provider that keeps a record of what it starts under
+// StateDir(), so SweepOrphans can end it should the harness die first.
+type sweeper interface {
+	sweepRecord() *record
 }
 
 // ProcSpec describes one process to a Provider.
@@ -120,11 +144,11 @@ type ProcSpec struct {
 	Dir string
 	// Args are extra redis-server directives in command-line form
 	// ("--appendonly", "yes"). The provider adds the port, bind address,
-	// data dir and log file itself, before these.
+	// data dir and log file itself, before these. An Adopter ignores them.
 	Args []string
 	// Config are the lines of a Sentinel's config file, written on its first
 	// start only: Sentinel rewrites the file as it learns, and a restarted
-	// Sentinel must resume from what it wrote.
+	// Sentinel must resume from what it wrote. An Adopter ignores them.
 	Config []string
 	// Wipe removes the data files before starting, so the node comes up
 	// empty.

@@ -31,6 +31,19 @@ func (c *Cluster) sentinelConfig() []string {
 	}
 }
 
+// startSentinels starts the Sentinels, makes the clients' proxies to them
+// and waits until they know the topology (waitSentinels).
+func (c *Cluster) startSentinels(ctx context.Context) error {
+	if err := c.each(c.topo.SentinelNames(), func(n *node) error { return c.startNode(ctx, n) }); err != nil {
+		return err
+	}
+	// Clients reach the Sentinels through their own proxies too.
+	if err := c.makeProxies(); err != nil {
+		return err
+	}
+	return c.waitSentinels(ctx)
+}
+
 // sentinelMaster is SENTINEL MASTER's reply as a map.
 func sentinelMaster(ctx context.Context, s *redis.Client) (map[string]string, error) {
 	v, err := s.Do(ctx, "SENTINEL", "MASTER", MasterName).Slice()
@@ -138,7 +151,7 @@ func (c *Cluster) sentinelViews(ctx context.Context) (primaries map[string]strin
 // the node most of the answering Sentinels name; without, the node the
 // harness last made primary (at start, p; then Promote's).
 func (c *Cluster) Primary(ctx context.Context) (string, error) {
-	if c.topo.Kind != Replicated {
+	if !c.topo.Traits().OnePrimary {
 		return "", fmt.Errorf("primary: %s has no primary", c.topo)
 	}
 	if !c.topo.Sentinels {
@@ -210,11 +223,14 @@ func (c *Cluster) SentinelFailover(ctx context.Context) error {
 //
 // In a Redis Cluster it waits until another node of from's shard is a
 // master serving the shard's slots, and returns it; the cluster re-points
-// the shard's other nodes itself.
+// the shard's other nodes itself. A topology that fails over neither way
+// has nothing to wait for.
 func (c *Cluster) WaitFailover(ctx context.Context, from string) (string, error) {
-	if c.topo.Kind == RedisCluster {
-		return c.waitShardFailover(ctx, from)
-	}
+	return c.kind.waitFailover(ctx, c, from)
+}
+
+// waitSentinelFailover is WaitFailover with Sentinels.
+func (c *Cluster) waitSentinelFailover(ctx context.Context, from string) (string, error) {
 	if err := c.needSentinels("wait for failover"); err != nil {
 		return "", err
 	}
@@ -250,55 +266,19 @@ func agreed(views map[string]string) (string, bool) {
 }
 
 // Promote makes a replica the primary by hand, the way an operator would
-// without Sentinel (in a groups topology: the primary of its group, see
-// groups.go): REPLICAOF NO ONE on it, every other running data node
-// re-pointed at it through its replication proxy (nodes that are down
-// follow it when they start). Watching Sentinels would undo this about 8 s
-// later, so each is told first to forget the old primary (SENTINEL REMOVE)
-// and afterwards to watch the new one (SENTINEL MONITOR).
+// without Sentinel: in a replicated topology the primary, in a groups
+// topology the primary of its group (see the kinds' promote). A Redis
+// Cluster promotes by ClusterFailover, and independent masters have no
+// replicas.
 func (c *Cluster) Promote(ctx context.Context, name string) error {
-	if c.topo.Kind == RedisCluster {
-		return fmt.Errorf("promote %s: a Redis Cluster promotes a replica by CLUSTER FAILOVER (ClusterFailover), not by hand", name)
-	}
-	if c.topo.Kind != Replicated && c.topo.Kind != Groups {
-		return fmt.Errorf("promote %s: %s has no replicas", name, c.topo)
-	}
-	n, err := c.node("promote", name, true)
-	if err != nil {
-		return err
-	}
-	if c.topo.Kind == Groups {
-		return c.promoteInGroup(ctx, name)
-	}
-	if !c.Up(name) {
-		return fmt.Errorf("promote %s: node is down", name)
-	}
-	var errs []error
-	sentinels := c.topo.SentinelNames()
-	for _, s := range sentinels {
-		if err := c.sentinelDo(ctx, s, "SENTINEL", "REMOVE", MasterName); err != nil && !strings.Contains(err.Error(), "No such master") {
-			errs = append(errs, err)
-		}
-	}
-	if err := c.follow(ctx, n.name); err != nil {
-		errs = append(errs, err)
-	}
-	host, port := c.announced(n.name)
-	for _, s := range sentinels {
-		if err := c.sentinelDo(ctx, s, "SENTINEL", "MONITOR", MasterName, host, port, strconv.Itoa(sentinelQuorum)); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if err := c.sentinelDo(ctx, s, "SENTINEL", "SET", MasterName,
-			"down-after-milliseconds", strconv.FormatInt(c.spec.DownAfter.Milliseconds(), 10),
-			"failover-timeout", strconv.FormatInt(c.spec.FailoverTimeout.Milliseconds(), 10)); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("promote %s: %w", name, err)
-	}
-	return nil
+	return c.kind.promote(ctx, c, name)
+}
+
+// PrimaryOf is the primary of node's group: in a groups topology the
+// group's, in a Redis Cluster the shard's (the node that serves its slots
+// now), in a replicated one the topology's (Primary).
+func (c *Cluster) PrimaryOf(ctx context.Context, node string) (string, error) {
+	return c.kind.primaryOf(ctx, c, node)
 }
 
 func (c *Cluster) sentinelDo(ctx context.Context, name string, args ...any) error {

@@ -18,21 +18,15 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tumbler-dev/tumbler/internal/statedir"
 )
 
 // StateDir is where clusters leave a record of the processes they start
 // and reserve their ports, so that another run can clean up after one that
 // was killed: $XDG_RUNTIME_DIR/tumbler when that is usable, else
 // os.TempDir()/tumbler-<uid>.
-func StateDir() string {
-	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
-		dir := filepath.Join(d, "tumbler")
-		if os.MkdirAll(dir, 0o700) == nil {
-			return dir
-		}
-	}
-	return filepath.Join(os.TempDir(), "tumbler-"+strconv.Itoa(os.Getuid()))
-}
+func StateDir() string { return statedir.Dir() }
 
 // record is the on-disk list of the processes one provider started, named
 // <owner pid>-<random>.json under StateDir()/procs. Start times (clock ticks

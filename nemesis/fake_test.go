@@ -274,11 +274,11 @@ func (f *fakeCluster) Primary(context.Context) (string, error) {
 func (f *fakeCluster) Promote(_ context.Context, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if g, _, ok := f.topo.GroupOf(name); ok {
+	if grp, ok := f.topo.PromoteGroup(name); ok && len(f.topo.PromoteGroups()) > 1 {
 		if f.groupPrimary == nil {
 			f.groupPrimary = map[string]string{}
 		}
-		f.groupPrimary[g] = name
+		f.groupPrimary[grp[0]] = name
 	} else {
 		f.primary = name
 	}
@@ -289,14 +289,14 @@ func (f *fakeCluster) Promote(_ context.Context, name string) error {
 func (f *fakeCluster) PrimaryOf(_ context.Context, node string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	g, _, ok := f.topo.GroupOf(node)
-	if !ok {
+	grp, ok := f.topo.PromoteGroup(node)
+	if !ok || len(f.topo.PromoteGroups()) < 2 {
 		return "", fmt.Errorf("%s is in no group", node)
 	}
-	if p, ok := f.groupPrimary[g]; ok {
+	if p, ok := f.groupPrimary[grp[0]]; ok {
 		return p, nil
 	}
-	return g, nil
+	return grp[0], nil
 }
 
 func (f *fakeCluster) SentinelFailover(context.Context) error {

@@ -138,13 +138,8 @@ func Generate(seed int64, mix []Kind, o GenOptions) (Plan, error) {
 		o.Hold = spans.Range{Fixed(o.TTL / 2), Fixed(o.TTL / 2)}
 	}
 	g := &gen{o: o, rng: rand.New(rand.NewPCG(uint64(seed), 0x6e656d65736973)), primaries: map[string]string{}}
-	switch o.Topology.Kind {
-	case cluster.Replicated:
-		g.primaries[""] = "p"
-	case cluster.Groups:
-		for _, m := range o.Topology.Masters() {
-			g.primaries[m] = m
-		}
+	for _, grp := range o.Topology.PromoteGroups() {
+		g.primaries[grp[0]] = grp[0]
 	}
 	p := Plan{Seed: seed, TTL: Fixed(o.TTL), Steps: []Step{}}
 	if len(mix) == 0 {
@@ -465,12 +460,12 @@ func (g *gen) cutFor() Span {
 // bareMajority reports whether a cut of N/2 nodes leaves a lease on a bare
 // majority: a lock on a majority of at least 3 independent masters.
 func (g *gen) bareMajority() bool {
-	return g.o.Quorum && g.o.Topology.Kind == cluster.Independent && len(g.o.Topology.Nodes()) >= 3 && g.o.Clients > 0
+	return g.o.Quorum && g.o.Topology.Traits().IndependentNodes && len(g.o.Topology.Nodes()) >= 3 && g.o.Clients > 0
 }
 
 // leaseNode is the selector of the node a lease-aimed node fault hits.
 func (g *gen) leaseNode() string {
-	if g.o.Topology.Kind == cluster.Replicated {
+	if g.o.Topology.Traits().OnePrimary {
 		return NodePrimary
 	}
 	return NodeLease
@@ -493,7 +488,7 @@ func (g *gen) pick(xs []string, k int) []string {
 // someNodes draws the nodes of a node fault aimed at random: one, or for a
 // lock on a majority up to a majority (a whole one a third of the time).
 func (g *gen) someNodes() []string {
-	if !g.o.Quorum || g.o.Topology.Kind != cluster.Independent {
+	if !g.o.Quorum || !g.o.Topology.Traits().IndependentNodes {
 		return g.nodes(1)
 	}
 	m := len(g.o.Topology.Nodes())/2 + 1
@@ -529,23 +524,21 @@ func (g *gen) persistence(a aim) cluster.Persistence {
 // shapes are the link shapes a setup offers the generator.
 func (g *gen) shapes(k Kind) []string {
 	n := len(g.o.Topology.Nodes())
+	tr := g.o.Topology.Traits()
 	var out []string
 	if g.o.Clients > 0 {
 		out = append(out, "one", "client")
-		if k == Partition && n >= 3 && g.o.Topology.Kind == cluster.Independent {
+		if k == Partition && n >= 3 && tr.IndependentNodes {
 			out = append(out, "minority", "majority")
 			if g.o.Clients >= 2 {
 				out = append(out, "bridge")
 			}
 		}
 	}
-	if g.o.Topology.Kind == cluster.Replicated {
+	if tr.ReplicaLinks {
 		out = append(out, "replication")
-		if k == Partition {
-			out = append(out, "isolate")
-		}
 	}
-	if g.o.Topology.Kind == cluster.RedisCluster && k == Partition {
+	if tr.NodeLinks && k == Partition {
 		out = append(out, "isolate")
 	}
 	return out

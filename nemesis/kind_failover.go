@@ -86,12 +86,15 @@ func (failover) allowanceOf(c *compiled) time.Duration {
 func (failover) placed(g *gen, st Step) {
 	if st.Via == ViaPromote {
 		for _, n := range st.Nodes {
-			group, _, _ := g.o.Topology.GroupOf(n)
-			g.primaries[group] = n
+			if grp, ok := g.o.Topology.PromoteGroup(n); ok {
+				g.primaries[grp[0]] = n
+			}
 		}
 		return
 	}
-	delete(g.primaries, "")
+	for _, grp := range g.o.Topology.PromoteGroups() {
+		delete(g.primaries, grp[0])
+	}
 }
 
 // ownsTrigger: with cut_replication the failover cuts replication first
@@ -99,24 +102,29 @@ func (failover) placed(g *gen, st Step) {
 func (failover) ownsTrigger(c *compiled) bool { return c.CutReplication }
 
 func (failover) check(c *compiled, s Setup) error {
-	if s.Topology.Kind == cluster.RedisCluster {
+	ways := s.Topology.Traits().Failovers
+	if ways.Has(cluster.ByCluster) {
 		return checkShardFailover(c, s)
 	}
 	switch c.Via {
 	case ViaCoordinated, ViaForce, ViaTakeover:
 		return fmt.Errorf("via %q is a Redis Cluster's CLUSTER FAILOVER; topology %s has none", c.Via, s.Topology)
 	case ViaKill, ViaSentinel:
-		if !s.Topology.Sentinels {
+		if !ways.Has(cluster.BySentinel) {
 			return fmt.Errorf("via %q needs Sentinels (topology %s+sentinels); use via %q", c.Via, s.Topology, ViaPromote)
 		}
 		if len(c.Nodes) > 0 {
 			return fmt.Errorf("via %q lets Sentinel choose the replica; \"nodes\" is for via %q", c.Via, ViaPromote)
 		}
 	case ViaPromote:
-		if s.Topology.Kind == cluster.Groups && len(c.Nodes) > 1 {
+		if len(s.Topology.PromoteGroups()) > 1 && len(c.Nodes) > 1 {
 			seen := map[string]bool{}
 			for _, n := range c.Nodes {
-				g, _, _ := s.Topology.GroupOf(n)
+				grp, ok := s.Topology.PromoteGroup(n)
+				if !ok {
+					continue // checkNodes refused a node of no group
+				}
+				g := grp[0]
 				if seen[g] {
 					return fmt.Errorf("via %q promotes one node per group; %s names group %s twice", c.Via, list(c.Nodes), g)
 				}
@@ -153,11 +161,11 @@ func (failover) apply(r *runner, i int, _ target) error {
 	if r.failover >= 0 {
 		return fmt.Errorf("%s is still failing over", r.steps[r.failover].c.name())
 	}
-	if r.setup.Topology.Kind == cluster.RedisCluster {
+	tr := r.setup.Topology.Traits()
+	if tr.Failovers.Has(cluster.ByCluster) {
 		return applyShardFailover(r, i)
 	}
-	groups := r.setup.Topology.Kind == cluster.Groups
-	w, err := r.world(!groups)
+	w, err := r.world(tr.OnePrimary)
 	if err != nil {
 		return err
 	}
@@ -168,7 +176,7 @@ func (failover) apply(r *runner, i int, _ target) error {
 		targets, candidates = c.Nodes, c.Nodes
 		for _, n := range targets {
 			old := w.primary
-			if g, ok := r.env.Cluster.(primaryFinder); ok && groups {
+			if g, ok := r.env.Cluster.(primaryFinder); ok && !tr.OnePrimary {
 				if old, err = g.PrimaryOf(r.ctx, n); err != nil {
 					return err
 				}
@@ -287,7 +295,7 @@ func describeFailover(c *compiled, olds, links []string) string {
 	if len(olds) > 0 {
 		primary += " " + olds[0]
 	}
-	if c.topology.Kind == cluster.RedisCluster {
+	if c.topology.Traits().Failovers.Has(cluster.ByCluster) {
 		return describeShardFailover(c, "", nil)
 	}
 	var how string
@@ -341,21 +349,23 @@ func (failover) describe(c *compiled, _ target) string { return describeFailover
 // others.
 func (failover) draw(g *gen, a aim) (Step, bool) {
 	st := Step{Fault: Failover}
-	if g.o.Topology.Kind == cluster.RedisCluster {
+	ways := g.o.Topology.Traits().Failovers
+	if ways.Has(cluster.ByCluster) {
 		return drawShardFailover(g, a)
 	}
 	rs := g.replicas()
+	sentinels := ways.Has(cluster.BySentinel)
 	switch {
-	case !g.o.Topology.Sentinels && len(rs) == 0:
+	case !sentinels && len(rs) == 0:
 		return st, false
-	case g.o.Topology.Kind == cluster.Groups && a == aimLease && g.o.Quorum:
+	case len(g.o.Topology.PromoteGroups()) > 1 && a == aimLease && g.o.Quorum:
 		// A lock on a majority of the groups loses a lease only where a
 		// majority of them fail over, or more: a lock that asks the
 		// groups one after the other and waits at each (RedissonRedLock)
 		// stops at the first that still holds the lease.
 		m := len(rs)/2 + 1
 		st.Via, st.Nodes = ViaPromote, g.pick(rs, m+g.rng.IntN(len(rs)-m+1))
-	case !g.o.Topology.Sentinels, len(rs) > 0 && g.rng.IntN(2) == 0:
+	case !sentinels, len(rs) > 0 && g.rng.IntN(2) == 0:
 		st.Via, st.Nodes = ViaPromote, []string{g.oneOf(rs...)}
 	default:
 		st.Via = Via(g.oneOf(string(ViaKill), string(ViaSentinel)))
@@ -390,24 +400,19 @@ func (g *gen) drawCut(st *Step, a aim) bool {
 }
 
 // replicas are the nodes a promotion by hand may pick: the replicas of
-// the primary as the plan's failovers so far leave it (groups: of each
-// group's), none once Sentinel moved it.
+// the primary of each promote group as the plan's failovers so far leave
+// it, none where Sentinel moved it.
 func (g *gen) replicas() []string {
 	var out []string
-	if g.o.Topology.Kind == cluster.Groups {
-		for _, m := range g.o.Topology.Masters() {
-			_, other, _ := g.o.Topology.GroupOf(g.primaries[m])
-			out = append(out, other)
+	for _, grp := range g.o.Topology.PromoteGroups() {
+		p, ok := g.primaries[grp[0]]
+		if !ok {
+			continue
 		}
-		return out
-	}
-	p, ok := g.primaries[""]
-	if !ok {
-		return nil
-	}
-	for _, n := range g.o.Topology.Nodes() {
-		if n != p {
-			out = append(out, n)
+		for _, n := range grp {
+			if n != p {
+				out = append(out, n)
+			}
 		}
 	}
 	return out

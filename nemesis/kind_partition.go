@@ -55,7 +55,7 @@ func (partition) draw(g *gen, a aim) (Step, bool) {
 		if g.o.Clients == 0 {
 			return st, false
 		}
-		if g.o.Topology.Kind == cluster.Replicated && g.o.Topology.Sentinels && g.o.Clients >= 2 && g.rng.IntN(2) == 0 {
+		if g.o.Topology.Traits().Failovers.Has(cluster.BySentinel) && g.o.Clients >= 2 && g.rng.IntN(2) == 0 {
 			// The primary and the holder on one side, the Sentinels,
 			// the replicas and the other clients on the other, for as
 			// long as the Sentinels take to promote a replica and a

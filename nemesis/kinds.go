@@ -213,10 +213,9 @@ type needs struct {
 
 func (n needs) check(s Setup) error {
 	switch {
-	case n.replicated && s.Topology.Kind != cluster.Replicated && s.Topology.Kind != cluster.Groups &&
-		(s.Topology.Kind != cluster.RedisCluster || s.Topology.Replicas == 0):
+	case n.replicated && s.Topology.Traits().Failovers == 0:
 		return fmt.Errorf("topology %s has no replicas", s.Topology)
-	case n.links && s.Clients == 0 && s.Topology.Kind != cluster.Replicated && s.Topology.Kind != cluster.RedisCluster:
+	case n.links && s.Clients == 0 && !s.Topology.Traits().NodeLinks:
 		return fmt.Errorf("topology %s without clients has no links to act on", s.Topology)
 	case n.clients && s.Clients == 0:
 		return errors.New("the run has no clients")

@@ -112,19 +112,7 @@ func (w world) resolveLinks(c *compiled, t target) ([]string, error) {
 	case ShapeIsolate:
 		for _, n := range t.nodes {
 			out = append(out, w.fromEveryClient(n)...)
-			if w.topo.Kind == cluster.RedisCluster {
-				// Replication from it and the cluster bus into it; its own
-				// bus connections to the others share their proxies.
-				out = append(out, cluster.PeerLink(n), cluster.BusLink(n))
-			}
-			if w.topo.Kind == cluster.Replicated {
-				out = append(out, cluster.PeerLink(n))
-				for _, x := range w.topo.Nodes() {
-					if x != n {
-						out = append(out, cluster.ReplicationLink(x, n), cluster.ReplicationLink(n, x))
-					}
-				}
-			}
+			out = append(out, w.topo.LinksBetween([]string{n}, without(w.topo.Nodes(), []string{n}))...)
 		}
 	case ShapeClient:
 		for _, i := range t.clients {
@@ -209,15 +197,7 @@ func (w world) splitLinks(nodes []string, clients []int) []string {
 			out = append(out, w.clientLinks(i, nodes)...)
 		}
 	}
-	if w.topo.Kind == cluster.Replicated {
-		for _, n := range nodes {
-			out = append(out, cluster.PeerLink(n))
-			for _, x := range far {
-				out = append(out, cluster.ReplicationLink(x, n), cluster.ReplicationLink(n, x))
-			}
-		}
-	}
-	return out
+	return append(out, w.topo.LinksBetween(nodes, far)...)
 }
 
 // describeLinks is the sentence of a link fault; w and links are empty
@@ -340,11 +320,8 @@ func (c *compiled) compileShape(s Setup) error {
 		}
 		return only("\"clients\" or \"client\"", !hasNodes && !hasLinks)
 	case ShapeReplication:
-		if s.Topology.Kind == cluster.RedisCluster {
-			return fmt.Errorf("in a Redis Cluster every replica of a shard replicates through its primary's peer link: cut \"links\": [\"peer->n1\"] (shape links), or a failover with \"cut_replication\"")
-		}
-		if s.Topology.Kind != cluster.Replicated {
-			return fmt.Errorf("topology %s has no replication links", s.Topology)
+		if !s.Topology.Traits().ReplicaLinks {
+			return noReplicaLinks(s.Topology)
 		}
 		return only("\"nodes\" (replicas; all if none)", !hasClients && !hasLinks)
 	case ShapeBridge:
@@ -353,8 +330,8 @@ func (c *compiled) compileShape(s Setup) error {
 		}
 		return only("no targets (it splits all clients and nodes)", !hasNodes && !hasClients && !hasLinks)
 	case ShapeSplit:
-		if k := s.Topology.Kind; k != cluster.Replicated && k != cluster.Independent {
-			return fmt.Errorf("shape %q splits a replicated or an independent topology, not %s", c.shape, s.Topology)
+		if !s.Topology.Traits().Splittable {
+			return fmt.Errorf("shape %q splits %s, not %s", c.shape, cluster.FormsWith(func(t cluster.Traits) bool { return t.Splittable }), s.Topology)
 		}
 		if !hasNodes || !hasClients {
 			return fmt.Errorf("shape %q needs the nodes (\"nodes\" or \"node\") and the clients (\"clients\" or \"client\") of one side", c.shape)
@@ -394,4 +371,16 @@ func without(all, drop []string) []string {
 		}
 	}
 	return out
+}
+// noReplicaLinks is the error of shape replication in a topology whose
+// replicas have no replication links of their own, with the links that
+// carry replication there, if any.
+func noReplicaLinks(t cluster.Topology) error {
+	err := fmt.Errorf("topology %s has no replication links of one replica", t)
+	if m := t.Masters(); len(m) > 0 {
+		if ls := t.LinksBetween(m[:1], without(t.Nodes(), m[:1])); len(ls) > 0 {
+			err = fmt.Errorf("%w: replication goes through its primaries' links (%s); name them (shape links), or fail over with \"cut_replication\"", err, list(ls))
+		}
+	}
+	return err
 }

@@ -274,7 +274,7 @@ func (c *compiled) checkSelectors(s Setup) error {
 			return fmt.Errorf("node %q needs a \"key\": the lock key whose lease it finds", NodeLease)
 		}
 	case NodePrimary:
-		if s.Topology.Kind != cluster.Replicated {
+		if !s.Topology.Traits().OnePrimary {
 			return fmt.Errorf("node %q: topology %s has no primary", NodePrimary, s.Topology)
 		}
 	default:

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/internal/field"
 	"github.com/tumbler-dev/tumbler/lock/variants"
 	"github.com/tumbler-dev/tumbler/nemesis"
@@ -133,7 +132,7 @@ func (p Plan) drawFaults(d Draw) ([]nemesis.Step, error) {
 		LockSteps:  steps,
 		GrantSteps: grant,
 		Hold:       p.Workload.Hold.Resolve(p.ttl()),
-		Quorum:     info.AllNodes && (p.Topology.Kind == cluster.Independent || p.Topology.Kind == cluster.Groups),
+		Quorum:     info.AllNodes && p.Topology.Traits().IndependentMasters,
 		// A persistence the plan fixes is not overridden by the faults.
 		Persistence: p.Persistence,
 	})

@@ -24,6 +24,7 @@ import (
 	"github.com/tumbler-dev/tumbler/access"
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/cluster/image"
 	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/nemesis"
 	"github.com/tumbler-dev/tumbler/outcome"
@@ -534,7 +535,7 @@ func prepareMachine(ctx context.Context, p Plan, log *slog.Logger) error {
 		return nil
 	}
 	start := time.Now()
-	tag, err := cluster.BuildServerImage(ctx, p.Server)
+	tag, err := image.Build(ctx, p.Server)
 	if err != nil {
 		return fmt.Errorf("docker provider: %w", err)
 	}
@@ -545,8 +546,8 @@ func prepareMachine(ctx context.Context, p Plan, log *slog.Logger) error {
 }
 
 // imageOverride is the server image the environment names for the plan's
-// server (cluster.ImageEnv), "" for tumbler's own, built here.
-func imageOverride(p Plan) string { return os.Getenv(cluster.ImageEnv(p.Server)) }
+// server (image.Env), "" for tumbler's own, built here.
+func imageOverride(p Plan) string { return os.Getenv(image.Env(p.Server)) }
 
 // newProvider builds the cluster provider the plan names, and says how to
 // log in to its servers: the plan's access, else an external deployment's

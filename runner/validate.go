@@ -87,19 +87,8 @@ func (p Plan) validateLock() error {
 	if err := p.Lock.validate(p); err != nil {
 		return field.Within("lock", err)
 	}
-	t := p.Topology
-	switch {
-	case spec.AllNodes() && t.Kind != cluster.Independent && t.Kind != cluster.Groups:
-		return fmt.Errorf("lock %s needs independent masters (topology independent:N or groups:G), not %s", spec.Variant, t)
-	case t.Kind == cluster.Groups && !spec.AllNodes():
-		return fmt.Errorf("topology %s is for locks over independent masters (%s), not %s", t, strings.Join(variants.With(func(i variants.Info) bool { return i.AllNodes }), ", "), spec.Variant)
-	case spec.WaitReplicas > 0 && !(t.Kind == cluster.Replicated && spec.WaitReplicas <= t.N) &&
-		!(t.Kind == cluster.RedisCluster && spec.WaitReplicas <= t.Replicas):
-		return fmt.Errorf("lock wait_replicas %d needs a replicated topology, or a cluster with shards, with at least that many replicas, not %s", spec.WaitReplicas, t)
-	case t.Kind == cluster.RedisCluster && spec.CrossSlot():
-		return fmt.Errorf("lock %s touches keys in different hash slots in one script, which a Redis Cluster (topology %s) refuses with CROSSSLOT", spec.Variant, t)
-	}
-	return nil
+	return p.Topology.CheckLock(cluster.LockUse{Lock: spec.Variant, EveryMaster: spec.AllNodes(), WaitReplicas: spec.WaitReplicas,
+		CrossSlot: spec.CrossSlot(), EveryMasterLocks: variants.With(func(i variants.Info) bool { return i.AllNodes })})
 }
 
 // validate checks what only the run uses of the lock section; paths are

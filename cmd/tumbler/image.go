@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/cluster/image"
 )
 
 func (a *app) imageCmd() *cobra.Command {
@@ -49,7 +50,7 @@ environment.`,
 				}
 				binary = self
 			}
-			built, err := cluster.BuildLocalImages(cmd.Context(), cluster.LocalImages{Binary: binary, Harness: tag, Force: force})
+			built, err := image.BuildLocal(cmd.Context(), image.Local{Server: cluster.Redis, Binary: binary, Harness: tag, Force: force})
 			if err != nil {
 				return failed(err)
 			}
@@ -67,7 +68,7 @@ environment.`,
 	fs := cmd.Flags()
 	fs.BoolVar(&force, "force", false, "rebuild the images even when they are up to date")
 	fs.StringVar(&binary, "binary", "", "the static tumbler binary to put in the harness image (default: this one)")
-	fs.StringVar(&tag, "tag", cluster.LocalHarnessImage, "tag of the harness image")
+	fs.StringVar(&tag, "tag", image.LocalHarness, "tag of the harness image")
 	return cmd
 }
 
@@ -85,7 +86,7 @@ service runs either image with the same command.`,
 		Example: `  tumbler image toxiproxy --host 0.0.0.0 --config deploy/compose-toxiproxy.json`,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return failed(cluster.ServeToxiproxy(cmd.Context(), net.JoinHostPort(host, port), config, os.Stderr))
+			return failed(image.ServeToxiproxy(cmd.Context(), net.JoinHostPort(host, port), config, os.Stderr))
 		},
 	}
 	cmd.Flags().StringVar(&host, "host", "localhost", "host toxiproxy's HTTP API listens on")

@@ -85,7 +85,7 @@ func (f *planFlags) bind(fs *pflag.FlagSet) {
 	f.value(fs, span(&l.ThreadWaitTime), "thread-wait-time", "lock.thread_wait_time", "how long past its turn a fair lock's waiter keeps its place without polling (fair; default 5s)").zero = "a positive duration (omit it for Redisson's 5s)"
 	f.value(fs, optFloat{&w.ReadFraction, runner.DefaultReadFraction}, "read-fraction", "workload.read_fraction", "share of a read-write lock's cycles that take the read lock (rwlock)")
 	f.int(fs, &f.nodes, "nodes", "topology", "N standalone masters: short for --topology independent:N").zero = fmt.Sprintf("1 to %d masters (omit it for %d, or %d for a lock on every node)", cluster.MaxIndependent, runner.DefaultMasters, runner.DefaultAllNodesMasters)
-	f.value(fs, &p.Topology, "topology", "topology", "independent:N, replicated:R[+sentinels], groups:G or cluster:S[+R] (default independent:1, independent:5 for redlock and redsync)")
+	f.value(fs, &p.Topology, "topology", "topology", cluster.Syntax()+" (default independent:1, independent:5 for redlock and redsync)")
 	f.value(fs, &p.Persistence, "persistence", "persistence", "data nodes' persistence: none, aof-everysec or aof-always (default none)")
 	f.str(fs, (*string)(&w.Kind), "workload", "workload.kind", "", "mutex, fenced-write, counter or latch (default fenced-write; latch for --lock latch)")
 	f.value(fs, &w.Mode, "client-mode", "workload.mode", "process (each client its own process: client pauses are real) or inprocess (default process)")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,6 +32,160 @@ import (
 // address cannot be cut for one pair of nodes. Replicas of the same shard
 // share their primary's peer proxy. Clients speak plain TCP to a cluster
 // (no TLS: the announced TLS ports are not proxied yet).
+
+// RedisCluster is the kind of a Redis Cluster.
+const RedisCluster Kind = "cluster"
+
+// Limits on a Redis Cluster's size.
+const (
+	MaxShards    = 5
+	MaxShardRepl = 2
+)
+
+type redisCluster struct{ topoBase }
+
+func (redisCluster) kind() Kind   { return RedisCluster }
+func (redisCluster) form() string { return "cluster:S[+R]" }
+
+// addition: the number of replicas per shard.
+func (redisCluster) addition(t *Topology, extra string) error {
+	r, err := strconv.Atoi(extra)
+	if err != nil {
+		return fmt.Errorf("%q after '+' is not a number of replicas per shard", extra)
+	}
+	t.Replicas = r
+	return nil
+}
+
+func (redisCluster) check(t Topology) error {
+	if err := checkSize(t, MaxShards, "shards"); err != nil {
+		return err
+	}
+	if t.Replicas < 0 || t.Replicas > MaxShardRepl {
+		return fmt.Errorf("cluster needs 0 to %d replicas per shard, got %d", MaxShardRepl, t.Replicas)
+	}
+	if t.Sentinels {
+		return fmt.Errorf("a Redis Cluster runs without Sentinels: it fails shards over itself")
+	}
+	return nil
+}
+
+func (redisCluster) suffix(t Topology) string {
+	if t.Replicas > 0 {
+		return "+" + strconv.Itoa(t.Replicas)
+	}
+	return ""
+}
+
+func (redisCluster) nodes(t Topology) []string {
+	var out []string
+	for i := 1; i <= t.N; i++ {
+		out = append(out, t.shardNodes(i)...)
+	}
+	return out
+}
+
+func (redisCluster) masters(t Topology) []string { return numbered("n", t.N) }
+
+// nodeLinks: replicas replicate from, and the cluster bus reaches, the
+// addresses a node announces: one proxy of each per node.
+func (r redisCluster) nodeLinks(t Topology) []Link {
+	var out []Link
+	for _, x := range r.nodes(t) {
+		out = append(out, Link{From: "peer", To: x})
+	}
+	for _, x := range r.nodes(t) {
+		out = append(out, Link{From: "bus", To: x})
+	}
+	return out
+}
+
+func (redisCluster) linkForms() string {
+	return "peer->node (replication from the node) and bus->node (the cluster bus into it)"
+}
+
+// linksBetween: replication from a near node and the cluster bus into it;
+// its own bus connections to the others share their proxies.
+func (redisCluster) linksBetween(_ Topology, near, _ []string) []string {
+	var out []string
+	for _, n := range near {
+		out = append(out, PeerLink(n), BusLink(n))
+	}
+	return out
+}
+
+func (redisCluster) traits(t Topology) Traits {
+	tr := Traits{WaitReplicas: t.Replicas, Slots: true, NodeLinks: true}
+	if t.Replicas > 0 {
+		tr.Failovers = ByCluster
+	}
+	return tr
+}
+
+func (redisCluster) adoptable(Topology) error {
+	return fmt.Errorf("the external provider cannot adopt a Redis Cluster yet; run it with the process or docker provider")
+}
+
+func (redisCluster) checkSpec(s Spec) error {
+	if s.Access != nil && s.Access.TLS != nil {
+		return fmt.Errorf("topology %s: TLS to a Redis Cluster is not supported yet (its announced TLS ports are not proxied); use a password or an ACL user", s.Topology)
+	}
+	return nil
+}
+
+// clientRights: a cluster client loads the slot map with CLUSTER SLOTS.
+func (redisCluster) clientRights() []string { return []string{"+cluster|slots"} }
+
+// proc: cluster mode, the node timeout, and once its proxies exist the
+// addresses it announces.
+func (redisCluster) proc(c *Cluster, n *node, s *ProcSpec) {
+	s.Cluster = true
+	s.Args = append(s.Args, c.clusterArgs(n)...)
+}
+
+func (redisCluster) wire(ctx context.Context, c *Cluster) error { return c.wireCluster(ctx) }
+
+// view: the client seeds a cluster client and routes the addresses the
+// nodes announce (MOVED redirections) through its own proxies.
+func (redisCluster) view(c *Cluster, v *ClientView) {
+	c.viewAnnounced(v)
+	v.Cluster = true
+}
+
+func (redisCluster) promote(_ context.Context, _ *Cluster, name string) error {
+	return fmt.Errorf("promote %s: a Redis Cluster promotes a replica by CLUSTER FAILOVER (ClusterFailover), not by hand", name)
+}
+
+func (redisCluster) primaryOf(ctx context.Context, c *Cluster, node string) (string, error) {
+	return c.clusterPrimaryOf(ctx, node)
+}
+
+func (redisCluster) waitFailover(ctx context.Context, c *Cluster, from string) (string, error) {
+	return c.waitShardFailover(ctx, from)
+}
+
+// shardNodes are shard i's nodes (from 1): its first primary, then its
+// replicas.
+func (t Topology) shardNodes(i int) []string {
+	p := "n" + strconv.Itoa(i)
+	return append([]string{p}, numbered(p+"r", t.Replicas)...)
+}
+
+// Shard is the shard node belongs to (cluster only): its nodes, the first
+// primary first, and whether node is a data node of the cluster. Which of
+// them is the primary now is the cluster's to say (Cluster.PrimaryOf).
+func (t Topology) Shard(node string) (nodes []string, ok bool) {
+	if t.Kind != RedisCluster {
+		return nil, false
+	}
+	for i := 1; i <= t.N; i++ {
+		ns := t.shardNodes(i)
+		if slices.Contains(ns, node) {
+			return ns, true
+		}
+	}
+	return nil, false
+}
 
 // DefaultClusterNodeTimeout is the cluster-node-timeout tumbler's clusters
 // run with, unless a plan's node_config says otherwise: short, so a shard
@@ -113,9 +268,9 @@ func (t Topology) KeyShard(key string) (string, bool) {
 // BusLink names the link the cluster bus reaches node by.
 func BusLink(node string) string { return "bus->" + node }
 
-// clusterArgs are the redis-server directives of a cluster node: cluster
-// mode, the node timeout, and once its proxies exist the addresses it
-// announces.
+// clusterArgs are the redis-server directives of a cluster node: the node
+// timeout, and once its proxies exist the addresses it announces (cluster
+// mode itself is ProcSpec.Cluster).
 func (c *Cluster) clusterArgs(n *node) []string {
 	args := []string{"--cluster-node-timeout", strconv.FormatInt(DefaultClusterNodeTimeout.Milliseconds(), 10)}
 	for _, kv := range c.announceDirectives(n) {
@@ -350,7 +505,7 @@ func (c *Cluster) shardPrimary(ctx context.Context, shard []string, not string) 
 // FAILOVER with the mode's option. It returns once the replica accepted;
 // WaitFailover waits for the outcome.
 func (c *Cluster) ClusterFailover(ctx context.Context, replica string, mode ClusterFailoverMode) error {
-	if c.topo.Kind != RedisCluster {
+	if !c.topo.Traits().Slots {
 		return fmt.Errorf("cluster failover: %s is not a Redis Cluster", c.topo)
 	}
 	if err := mode.Validate(); err != nil {

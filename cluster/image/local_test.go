@@ -1,7 +1,9 @@
-package cluster
+package image
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"io"
 	"net"
 	"net/http"
@@ -18,6 +20,64 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 )
+
+// redis is the Redis server as cluster.Server names it (cluster imports
+// this package, so its tests cannot import cluster).
+type redis struct{}
+
+func (redis) Name() string { return "redis" }
+
+func (redis) Binary(sentinel bool) string {
+	if sentinel {
+		return "redis-sentinel"
+	}
+	return "redis-server"
+}
+
+const (
+	dockerTestsEnv = "TUMBLER_DOCKER_TESTS"
+	redisImageEnv  = "TUMBLER_REDIS_IMAGE"
+)
+
+func testCtx(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// serverImage is tumbler's Redis image, built here once per machine
+// (Build caches by tag), or the one redisImageEnv names; without Docker
+// or what a build needs, the test is skipped unless dockerTestsEnv is 1.
+func serverImage(t *testing.T) string {
+	t.Helper()
+	ctx := testCtx(t, 5*time.Minute)
+	cli, err := Docker(ctx)
+	if err != nil {
+		if os.Getenv(dockerTestsEnv) == "1" {
+			t.Fatalf("%s=1 but Docker cannot be used: %v", dockerTestsEnv, err)
+		}
+		t.Skipf("no Docker here (%v); set %s=1 to make this a failure", err, dockerTestsEnv)
+	}
+	cli.Close()
+	if img := os.Getenv(redisImageEnv); img != "" {
+		return img
+	}
+	img, err := Build(ctx, redis{})
+	if err != nil {
+		_, noDeboot := exec.LookPath("debootstrap")
+		if os.Getenv(dockerTestsEnv) != "1" && (os.Geteuid() != 0 || noDeboot != nil) {
+			t.Skipf("cannot build the Redis image here (%v)", err)
+		}
+		t.Fatalf("build the Redis image: %v", err)
+	}
+	return img
+}
 
 // staticHello builds a static program that prints its arguments and
 // whether a shell and redis-server are in its image.
@@ -55,17 +115,17 @@ func main() {
 	return bin
 }
 
-// TestBuildLocalImages: the harness image is the binary on tumbler's Redis
+// TestBuildLocal: the harness image is the binary on tumbler's Redis
 // image, as its entrypoint; a second build keeps it, a new binary or force
 // rebuilds it, and a dynamic binary is refused.
-func TestBuildLocalImages(t *testing.T) {
+func TestBuildLocal(t *testing.T) {
 	t.Parallel()
-	base := dockerImage(t) // builds tumbler's Redis image once, or skips
-	if base != RedisImage() {
+	base := serverImage(t) // builds tumbler's Redis image once, or skips
+	if base != Tag(redis{}) {
 		t.Skipf("%s=%s: the harness image is built on tumbler's own image only", redisImageEnv, base)
 	}
 	ctx := testCtx(t, 3*time.Minute)
-	cli, err := dockerClient(ctx)
+	cli, err := Docker(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,19 +135,19 @@ func TestBuildLocalImages(t *testing.T) {
 		_, _ = cli.ImageRemove(context.Background(), tag, client.ImageRemoveOptions{Force: true, PruneChildren: true})
 	})
 
-	if _, err := BuildLocalImages(ctx, LocalImages{Binary: "/bin/true", Harness: tag}); err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
+	if _, err := BuildLocal(ctx, Local{Server: redis{}, Binary: "/bin/true", Harness: tag}); err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
 		t.Errorf("a dynamic binary: %v, want an error naming CGO_ENABLED=0", err)
 	}
-	if _, err := BuildLocalImages(ctx, LocalImages{Binary: filepath.Join(t.TempDir(), "none"), Harness: tag}); err == nil {
+	if _, err := BuildLocal(ctx, Local{Server: redis{}, Binary: filepath.Join(t.TempDir(), "none"), Harness: tag}); err == nil {
 		t.Error("a missing binary was accepted")
 	}
 
 	bin := staticHello(t, ctx, "hello")
-	built, err := BuildLocalImages(ctx, LocalImages{Binary: bin, Harness: tag})
+	built, err := BuildLocal(ctx, Local{Server: redis{}, Binary: bin, Harness: tag})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(built) != 2 || built[0].Tag != RedisImage() || built[0].Built || built[1].Tag != tag || !built[1].Built {
+	if len(built) != 2 || built[0].Tag != Tag(redis{}) || built[0].Built || built[1].Tag != tag || !built[1].Built {
 		t.Fatalf("first build = %+v, want the Redis image kept and %s built", built, tag)
 	}
 	first := imageID(t, ctx, cli, tag)
@@ -95,14 +155,14 @@ func TestBuildLocalImages(t *testing.T) {
 		t.Fatalf("container output %q", out)
 	}
 
-	again, err := BuildLocalImages(ctx, LocalImages{Binary: bin, Harness: tag})
+	again, err := BuildLocal(ctx, Local{Server: redis{}, Binary: bin, Harness: tag})
 	if err != nil || again[1].Built || imageID(t, ctx, cli, tag) != first {
 		t.Fatalf("second build = %+v, %v: the up-to-date image was rebuilt", again, err)
 	}
 
 	// A new binary rebuilds, and the replaced image goes.
 	bin2 := staticHello(t, ctx, "bonjour")
-	changed, err := BuildLocalImages(ctx, LocalImages{Binary: bin2, Harness: tag})
+	changed, err := BuildLocal(ctx, Local{Server: redis{}, Binary: bin2, Harness: tag})
 	if err != nil || !changed[1].Built {
 		t.Fatalf("build with a new binary = %+v, %v", changed, err)
 	}
@@ -118,7 +178,7 @@ func TestBuildLocalImages(t *testing.T) {
 	}
 
 	// Force rebuilds the harness (the Redis image's forced rebuild is the
-	// same BuildServerImage, not repeated here: 40 s of debootstrap).
+	// same Build, not repeated here: 40 s of debootstrap).
 	b2, _ := os.ReadFile(bin2)
 	forced, err := buildHarnessImageOn(ctx, cli, base, tag, b2, true)
 	if err != nil || !forced {
@@ -141,12 +201,13 @@ func imageID(t *testing.T, ctx context.Context, cli *testcontainers.DockerClient
 // runImage runs image with args to its end and returns its output.
 func runImage(t *testing.T, ctx context.Context, cli *testcontainers.DockerClient, image string, args ...string) string {
 	t.Helper()
-	run := randHex(4)
-	ctr, err := testcontainers.Run(ctx, image, testcontainers.WithCmd(args...),
-		testcontainers.WithLabels(map[string]string{DockerRunLabel: run}),
-		testcontainers.WithLogger(tcLogger(t.Logf)))
+	ctr, err := testcontainers.Run(ctx, image, testcontainers.WithCmd(args...))
 	// Removed on return: a container keeps its image from being replaced.
-	defer func() { _ = removeRun(context.Background(), cli, run) }()
+	defer func() {
+		if ctr != nil {
+			_, _ = cli.ContainerRemove(context.Background(), ctr.GetContainerID(), client.ContainerRemoveOptions{Force: true})
+		}
+	}()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,11 @@
-package cluster
+// Package image builds tumbler's container images on this machine, without
+// a registry: the server image the docker provider runs (Tag, Build: a
+// debootstrap'd Debian bookworm with the server and the clock shim) and,
+// for a Compose deployment, the harness image (BuildLocal: that image plus
+// the tumbler binary, which also serves the links' toxiproxy,
+// ServeToxiproxy). The docker provider (package cluster) and `tumbler
+// image build` use it.
+package image
 
 import (
 	"bufio"
@@ -10,7 +17,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tumbler-dev/tumbler/internal/clockshim"
 	"io"
 	"os"
 	"os/exec"
@@ -25,22 +31,25 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/tumbler-dev/tumbler/internal/clockshim"
+	"github.com/tumbler-dev/tumbler/internal/statedir"
 	"github.com/tumbler-dev/tumbler/internal/wait"
 )
 
-// OfficialRedisImage is the image to use where the tumbler image cannot be
+// OfficialRedis is the image to use where the tumbler image cannot be
 // built (no root, no debootstrap) but a registry can be reached. It has no
 // clock shim, so clock faults are refused on it.
-const OfficialRedisImage = "redis:7"
+const OfficialRedis = "redis:7"
 
-// Labels on tumbler's images and containers.
-const (
-	// DockerRunLabel is on every container and network of a
-	// DockerProvider, with DockerProvider.Run as its value.
-	DockerRunLabel = "tumbler.run"
-	// ClockShimLabel on an image names the clock shim library inside it.
-	ClockShimLabel = "tumbler.clockshim"
-)
+// ClockShimLabel on an image names the clock shim library inside it.
+const ClockShimLabel = "tumbler.clockshim"
+
+// Server is the software an image runs: its name ("redis", "valkey") and
+// its programs (redis-server, redis-sentinel). cluster.Server is one.
+type Server interface {
+	Name() string
+	Binary(sentinel bool) string
+}
 
 const (
 	imageShimPath = "/usr/local/lib/tumbler/clockshim.so"
@@ -60,7 +69,7 @@ const (
 // from the backports suite of the same mirror.
 func imageRecipe(server Server) (backports bool, packages []string, recipe string) {
 	packages = []string{server.Binary(false), server.Binary(true), server.Name() + "-tools"}
-	backports = server.Name() == string(Valkey)
+	backports = server.Name() == "valkey"
 	recipe = "debootstrap --variant=minbase bookworm +" + strings.Join(packages, ",") + "; shim; v1"
 	if backports {
 		recipe = "debootstrap --variant=minbase bookworm; apt-get -t bookworm-backports " + strings.Join(packages, ",") + "; shim; v1"
@@ -68,17 +77,17 @@ func imageRecipe(server Server) (backports bool, packages []string, recipe strin
 	return backports, packages, recipe
 }
 
-// ImageEnv names the environment variable that overrides the image of
+// Env names the environment variable that overrides the image of
 // server: TUMBLER_REDIS_IMAGE or TUMBLER_VALKEY_IMAGE.
-func ImageEnv(server Server) string {
+func Env(server Server) string {
 	return "TUMBLER_" + strings.ToUpper(server.Name()) + "_IMAGE"
 }
 
-// ServerImage is the tag of tumbler's image of server for this version of
+// Tag is the tag of tumbler's image of server for this version of
 // the build and of the clock shim: tumbler/redis:<key>,
-// tumbler/valkey:<key>. BuildServerImage makes it; a machine builds each
+// tumbler/valkey:<key>. Build makes it; a machine builds each
 // key once.
-func ServerImage(server Server) string {
+func Tag(server Server) string {
 	_, _, recipe := imageRecipe(server)
 	h := sha256.New()
 	h.Write([]byte(recipe))
@@ -86,13 +95,10 @@ func ServerImage(server Server) string {
 	return "tumbler/" + server.Name() + ":" + hex.EncodeToString(h.Sum(nil))[:12]
 }
 
-// RedisImage is ServerImage(Redis).
-func RedisImage() string { return ServerImage(Redis) }
-
-// dockerClient is the Engine API client testcontainers-go would use: the
+// Docker is the Engine API client testcontainers-go would use: the
 // same DOCKER_HOST, context and ~/.testcontainers.properties resolution,
 // with API version negotiation (the engines here speak 1.41).
-func dockerClient(ctx context.Context) (*testcontainers.DockerClient, error) {
+func Docker(ctx context.Context) (*testcontainers.DockerClient, error) {
 	// Ryuk, testcontainers' reaper, is an image that cannot be pulled
 	// without a registry; tumbler removes its containers itself.
 	if os.Getenv("TESTCONTAINERS_RYUK_DISABLED") == "" {
@@ -110,18 +116,9 @@ func dockerClient(ctx context.Context) (*testcontainers.DockerClient, error) {
 	return cli, nil
 }
 
-// DockerAvailable reports why the Docker daemon cannot be used, or nil.
-func DockerAvailable(ctx context.Context) error {
-	cli, err := dockerClient(ctx)
-	if err != nil {
-		return err
-	}
-	return cli.Close()
-}
-
-// imageLabels returns the labels of a local image; found is false if the
+// Labels returns the labels of a local image; found is false if the
 // image is not on this machine.
-func imageLabels(ctx context.Context, cli *testcontainers.DockerClient, ref string) (labels map[string]string, found bool, err error) {
+func Labels(ctx context.Context, cli *testcontainers.DockerClient, ref string) (labels map[string]string, found bool, err error) {
 	img, err := cli.ImageInspect(ctx, ref)
 	if cerrdefs.IsNotFound(err) {
 		return nil, false, nil
@@ -135,12 +132,9 @@ func imageLabels(ctx context.Context, cli *testcontainers.DockerClient, ref stri
 	return img.Config.Labels, true, nil
 }
 
-var redisBuild sync.Mutex
+var serverBuild sync.Mutex
 
-// BuildRedisImage is BuildServerImage(ctx, Redis).
-func BuildRedisImage(ctx context.Context) (string, error) { return BuildServerImage(ctx, Redis) }
-
-// BuildServerImage makes ServerImage(server) unless it is on this machine
+// Build makes Tag(server) unless it is on this machine
 // already, and returns its tag: a debootstrap --variant=minbase bookworm
 // root with redis-server, redis-sentinel, redis-tools (Valkey: valkey-server,
 // valkey-sentinel and valkey-tools, from bookworm-backports) and the clock
@@ -148,39 +142,36 @@ func BuildRedisImage(ctx context.Context) (string, error) { return BuildServerIm
 // imported with docker import. It needs root, debootstrap and a reachable
 // Debian mirror (TUMBLER_DEBIAN_MIRROR, else DefaultDebianMirror); it takes
 // about 40 s. Builders in other processes wait for each other (a lock
-// under StateDir()), so a machine builds each image once.
-func BuildServerImage(ctx context.Context, server Server) (string, error) {
-	if err := server.Validate(); err != nil {
-		return "", err
-	}
-	tag := ServerImage(server)
-	cli, err := dockerClient(ctx)
+// under statedir.Dir()), so a machine builds each image once.
+func Build(ctx context.Context, server Server) (string, error) {
+	tag := Tag(server)
+	cli, err := Docker(ctx)
 	if err != nil {
 		return "", err
 	}
 	defer cli.Close()
-	if _, found, err := imageLabels(ctx, cli, tag); err != nil || found {
+	if _, found, err := Labels(ctx, cli, tag); err != nil || found {
 		return tag, err
 	}
-	redisBuild.Lock()
-	defer redisBuild.Unlock()
-	unlock, err := lockFile(ctx, filepath.Join(StateDir(), server.Name()+"-image.lock"))
+	serverBuild.Lock()
+	defer serverBuild.Unlock()
+	unlock, err := lockFile(ctx, filepath.Join(statedir.Dir(), server.Name()+"-image.lock"))
 	if err != nil {
 		return "", fmt.Errorf("build %s: %w", tag, err)
 	}
 	defer unlock()
-	if _, found, err := imageLabels(ctx, cli, tag); err != nil || found {
+	if _, found, err := Labels(ctx, cli, tag); err != nil || found {
 		return tag, err // built by someone else while we waited
 	}
-	if err := buildServerImage(ctx, cli, server, tag); err != nil {
+	if err := build(ctx, cli, server, tag); err != nil {
 		return "", fmt.Errorf("build %s: %w", tag, err)
 	}
 	return tag, nil
 }
 
-func buildServerImage(ctx context.Context, cli *testcontainers.DockerClient, server Server, tag string) error {
+func build(ctx context.Context, cli *testcontainers.DockerClient, server Server, tag string) error {
 	if os.Geteuid() != 0 {
-		return fmt.Errorf("debootstrap needs root; run once as root to build the image, or set %s to an image with %s in it (without clock faults)", ImageEnv(server), server.Binary(false))
+		return fmt.Errorf("debootstrap needs root; run once as root to build the image, or set %s to an image with %s in it (without clock faults)", Env(server), server.Binary(false))
 	}
 	deboot, err := exec.LookPath("debootstrap")
 	if err != nil {

@@ -1,4 +1,4 @@
-package cluster
+package image
 
 import (
 	"archive/tar"
@@ -24,9 +24,9 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 )
 
-// LocalHarnessImage is the default tag of the harness image
-// BuildLocalImages makes: tumbler's own binary on tumbler's Redis image.
-const LocalHarnessImage = "tumbler:local"
+// LocalHarness is the default tag of the harness image
+// BuildLocal makes: tumbler's own binary on tumbler's Redis image.
+const LocalHarness = "tumbler:local"
 
 // Labels on the harness image: the binary's digest and the ID of the
 // image it was built on, which together say whether it is up to date.
@@ -36,35 +36,38 @@ const (
 	harnessBinaryPath  = "/usr/local/bin/tumbler"
 )
 
-// LocalImages says what BuildLocalImages makes.
-type LocalImages struct {
+// Local says what BuildLocal makes.
+type Local struct {
+	// Server is the software of the server image the harness image is
+	// built on (cluster.Redis for docker-compose.yml).
+	Server Server
 	// Binary is the tumbler binary to put in the harness image; it must be
 	// statically linked (CGO_ENABLED=0 go build).
 	Binary string
-	// Harness is the harness image's tag; empty means LocalHarnessImage.
+	// Harness is the harness image's tag; empty means LocalHarness.
 	Harness string
 	// Force rebuilds the images even when they are up to date.
 	Force bool
 }
 
-// BuiltImage is one image BuildLocalImages made or found up to date.
-type BuiltImage struct {
+// Built is one image BuildLocal made or found up to date.
+type Built struct {
 	Tag, Role string
 	// Built is false when the image was up to date and left alone.
 	Built bool
 }
 
-// BuildLocalImages makes, without a registry, the images a Compose
-// deployment of tumbler runs: ServerImage(Redis) (BuildServerImage: the
+// BuildLocal makes, without a registry, the images a Compose
+// deployment of tumbler runs: Tag(o.Server) (Build: the
 // data nodes and Sentinels) and the harness image, that image plus the
 // tumbler binary as /usr/local/bin/tumbler and its entrypoint (the
 // harness), and /toxiproxy, which serves the links' toxiproxy with the
 // official toxiproxy image's flags (ServeToxiproxy). An image
 // that is present and up to date (the same build key; the same binary on
 // the same base) is kept unless o.Force.
-func BuildLocalImages(ctx context.Context, o LocalImages) ([]BuiltImage, error) {
+func BuildLocal(ctx context.Context, o Local) ([]Built, error) {
 	if o.Harness == "" {
-		o.Harness = LocalHarnessImage
+		o.Harness = LocalHarness
 	}
 	bin, err := os.ReadFile(o.Binary)
 	if err != nil {
@@ -73,15 +76,15 @@ func BuildLocalImages(ctx context.Context, o LocalImages) ([]BuiltImage, error) 
 	if err := checkStatic(o.Binary, bin); err != nil {
 		return nil, fmt.Errorf("harness image: %w", err)
 	}
-	cli, err := dockerClient(ctx)
+	cli, err := Docker(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer cli.Close()
 
-	base := ServerImage(Redis)
-	var out []BuiltImage
-	_, had, err := imageLabels(ctx, cli, base)
+	base := Tag(o.Server)
+	var out []Built
+	_, had, err := Labels(ctx, cli, base)
 	if err != nil {
 		return nil, err
 	}
@@ -90,16 +93,16 @@ func BuildLocalImages(ctx context.Context, o LocalImages) ([]BuiltImage, error) 
 			return nil, err
 		}
 	}
-	if _, err := BuildServerImage(ctx, Redis); err != nil {
+	if _, err := Build(ctx, o.Server); err != nil {
 		return nil, err
 	}
-	out = append(out, BuiltImage{Tag: base, Role: "redis (data nodes and Sentinels)", Built: !had || o.Force})
+	out = append(out, Built{Tag: base, Role: o.Server.Name() + " (data nodes and Sentinels)", Built: !had || o.Force})
 
 	built, err := buildHarnessImageOn(ctx, cli, base, o.Harness, bin, o.Force)
 	if err != nil {
 		return nil, err
 	}
-	return append(out, BuiltImage{Tag: o.Harness, Role: "harness (tumbler and toxiproxy)", Built: built}), nil
+	return append(out, Built{Tag: o.Harness, Role: "harness (tumbler and toxiproxy)", Built: built}), nil
 }
 
 // buildHarnessImageOn makes tag from the local image base plus bin, unless
@@ -112,7 +115,7 @@ func buildHarnessImageOn(ctx context.Context, cli *testcontainers.DockerClient, 
 	}
 	sum := sha256.Sum256(bin)
 	digest := hex.EncodeToString(sum[:])
-	labels, found, err := imageLabels(ctx, cli, tag)
+	labels, found, err := Labels(ctx, cli, tag)
 	if err != nil {
 		return false, err
 	}
@@ -207,7 +210,7 @@ func buildHarnessOn(ctx context.Context, cli *testcontainers.DockerClient, base,
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("docker build: %w", err)
 	}
-	if _, found, err := imageLabels(ctx, cli, tag); err != nil || !found {
+	if _, found, err := Labels(ctx, cli, tag); err != nil || !found {
 		return errors.Join(err, fmt.Errorf("docker build left no image %s (%s)", tag, strings.Join(tail, " ")))
 	}
 	return nil
