@@ -58,6 +58,10 @@
 //	                 how a failover moves the primary, whether it cuts
 //	                 replication first, and how long it waits then
 //	step, pause      a lock step to arm, and how long step-pause stops
+//	policy           the maxmemory-policy a memory fault fills a node
+//	                 under (strobe: how often it pushes it over)
+//	refusal          how refuse-writes makes a node refuse writes:
+//	                 misconf or readonly
 //
 // # Kinds
 //
@@ -141,6 +145,34 @@
 //	    cuts clients from every node and holds back their writes to the
 //	      protected resource until the heal, as TCP would, for "for"
 //	    takes: clients, client, mode, direction; for > 0
+//	    needs: clients
+//	memory
+//	    fills primaries up to a memory limit just above what they used
+//	      (CONFIG SET maxmemory) under maxmemory-policy "policy", with keys
+//	      outside the locks' key space, for "for": under noeviction every
+//	      write that needs memory is refused (OOM); under an evicting policy
+//	      the node is pushed over the limit at once and every "strobe" (a
+//	      quarter TTL by default) and evicts by the policy — volatile-ttl
+//	      a lock key first; the heal restores the settings and deletes the
+//	      fillers
+//	    takes: nodes, node, policy, strobe; for > 0
+//	    needs: provider control config
+//	refuse-writes
+//	    makes primaries refuse every write for "for", as "refusal" says:
+//	      misconf — a save fails ("dir" moved where it cannot write) while
+//	      stop-writes-on-bgsave-error is yes, so writes get MISCONF;
+//	      readonly — the node is demoted to a replica of an address nobody
+//	      answers at, so writes get READONLY, as a demoted primary answers a
+//	      client still talking to it; the heal restores the settings
+//	    takes: nodes, node, refusal; for > 0
+//	    needs: provider control config
+//	reply-loss
+//	    loses the replies on every client's link to nodes for "for" — the
+//	      commands run, their answers never arrive — or, with "latency",
+//	      delays them by that ± "jitter": a client that sends a command
+//	      again after a timeout (go-redis's MaxRetries, lock.retries) runs
+//	      it twice
+//	    takes: nodes, node, latency, jitter; for > 0
 //	    needs: clients
 //
 // Link shapes (partition, latency) are described on Shape; without a

@@ -111,6 +111,12 @@ type Step struct {
 	// Client steps: the lock step's name, and how long step-pause stops.
 	LockStep string `json:"step,omitempty"`
 	Pause    Span   `json:"pause,omitzero"`
+
+	// Memory: the maxmemory-policy a node is squeezed under
+	// (cluster.MemoryPolicies; Strobe is how often it is pushed over).
+	Policy string `json:"policy,omitempty"`
+	// Refused writes: how the node refuses them (misconf, readonly).
+	Refusal cluster.Refusal `json:"refusal,omitempty"`
 }
 
 // DecodePlan reads a plan from JSON, refusing unknown fields (a misspelt
