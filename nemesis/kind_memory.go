@@ -76,7 +76,9 @@ func (m memory) apply(r *runner, i int, t target) error {
 	c := st.c
 	st.nodes = t.nodes
 	for _, n := range t.nodes {
-		st.undo = append(st.undo, func() error { return withTimeout(func(ctx context.Context) error { return r.env.Cluster.Unsqueeze(ctx, n) }) })
+		st.undo = append(st.undo, func() error {
+			return withTimeout(func(ctx context.Context) error { return r.env.Cluster.Unsqueeze(ctx, n) })
+		})
 		if err := r.env.Cluster.Squeeze(r.ctx, n, c.Policy); err != nil {
 			return err
 		}

@@ -251,6 +251,7 @@ func describeLinks(c *compiled, w world, t target, links []string) string {
 	}
 	return fmt.Sprintf("cut %s for %v (%s)", what, c.dur, cutText(c))
 }
+
 // delays reports whether a link step delays rather than cuts: its kind
 // always does (latency), or it gives a "latency" (reply-loss).
 func delays(c *compiled) bool { return c.kind.traits().delays || !c.Latency.IsZero() }
@@ -376,6 +377,7 @@ func without(all, drop []string) []string {
 	}
 	return out
 }
+
 // noReplicaLinks is the error of shape replication in a topology whose
 // replicas have no replication links of their own, with the links that
 // carry replication there, if any.
