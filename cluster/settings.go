@@ -42,9 +42,12 @@ const (
 	// fillMargin is how far under the limit an evicting policy's fill
 	// stops, so that the clients' buffers do not push the node over it
 	// between two pushes; pushDip how far under what the node uses a push
-	// drops the limit.
+	// drops the limit: more than the buffers come and go by (an INFO
+	// reply, a client's query buffer), so it always evicts — under a
+	// volatile-* policy every key with a TTL, as the few lock keys do not
+	// free that much.
 	fillMargin = 4 * fillChunk
-	pushDip    = 1 << 10
+	pushDip    = fillChunk
 )
 
 // squeeze is a node's memory pressure: what to restore, and the fillers.
@@ -153,10 +156,10 @@ func (sq *squeeze) fill(ctx context.Context, n *node) error {
 }
 
 // PushMemory pushes a squeezed node over its limit once: its maxmemory
-// drops a little below what it uses, a PING makes it evict by its policy
-// until it is under that (volatile-ttl: the key nearest its expiry first,
-// which is a lock key, as nothing else there has a TTL), and the limit
-// comes back. Under noeviction it does nothing: the node refuses writes
+// drops below what it uses (pushDip), a PING makes it evict by its policy
+// until it is under that or nothing is left to evict (volatile-ttl: the
+// keys with a TTL, nearest expiry first — the lock keys, as the fillers
+// have none), and the limit comes back. Under noeviction it does nothing: the node refuses writes
 // already.
 func (c *Cluster) PushMemory(ctx context.Context, name string) error {
 	n, err := c.configurable("push memory of", name)

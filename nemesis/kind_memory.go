@@ -84,17 +84,21 @@ func (m memory) apply(r *runner, i int, t target) error {
 		}
 	}
 	if m.push(c) > 0 {
-		m.tick(r, i)
+		m.pushAll(r, i)
 	}
 	return nil
 }
 
-// tick pushes the nodes over their limit and schedules the next push.
+// tick pushes the nodes of an active step over their limit again.
 func (m memory) tick(r *runner, i int) {
-	st := r.steps[i]
-	if st.phase != active && st.phase != pending {
-		return
+	if r.steps[i].phase == active {
+		m.pushAll(r, i)
 	}
+}
+
+// pushAll pushes the nodes over their limit and schedules the next push.
+func (m memory) pushAll(r *runner, i int) {
+	st := r.steps[i]
 	for _, n := range st.nodes {
 		if err := r.env.Cluster.PushMemory(r.ctx, n); err != nil {
 			st.errs = append(st.errs, err)
