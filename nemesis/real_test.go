@@ -13,6 +13,8 @@ import (
 
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/lock"
+	"github.com/tumbler-dev/tumbler/lock/reentrant"
 )
 
 // These tests run real redis-server (and redis-sentinel) processes through
@@ -512,5 +514,54 @@ func TestRealSettingsFaults(t *testing.T) {
 	}
 	if err := wait(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A reentrant acquire (Redisson's script) sent again after its reply was
+// lost runs twice: the client is granted one hold and the hash counts two,
+// so its one release leaves the lock held (Redisson #7367).
+func TestRealRetriedReentrantAcquireCountsTwice(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, cluster.Spec{Topology: topology(t, "independent:1"), Clients: 1})
+	ctx := context.Background()
+	addr, err := c.ClientAddr(0, "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	retrying := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: 3, ReadTimeout: 300 * time.Millisecond,
+		PoolSize: 1, DisableIdentity: true, Protocol: 2})
+	t.Cleanup(func() { _ = retrying.Close() })
+	l, err := reentrant.New(retrying, "tumbler:0", 30*time.Second, lock.WithValue(func() string { return "owner" }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Load the scripts first: an EVALSHA answered NOSCRIPT runs nothing.
+	warm, err := reentrant.New(retrying, "tumbler:warm", 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wl, err := warm.Acquire(ctx); err != nil || warm.Release(ctx, wl) != nil {
+		t.Fatalf("warm-up acquire: %v", err)
+	}
+	s := newSink()
+	wait := runPlan(t, mustPlan(t, `{"steps":[{"at":"100ms","fault":"reply-loss","nodes":["n1"],"for":"500ms"}]}`), realEnv(c, false), s)
+	s.wait(t, history.Start, "f1", 5*time.Second)
+	lease, err := l.Acquire(ctx)
+	if err != nil {
+		t.Fatalf("acquire across the reply loss: %v", err)
+	}
+	if err := wait(); err != nil {
+		t.Fatal(err)
+	}
+	n1 := direct(t, c, "n1")
+	count, err := n1.HGet(ctx, "tumbler:0", "owner").Int()
+	if err != nil || count < 2 {
+		t.Fatalf("hold count after one acquire resent across the loss: %d (%v), want at least 2", count, err)
+	}
+	if err := l.Release(ctx, lease); err != nil {
+		t.Fatalf("the one release: %v", err)
+	}
+	if n, _ := n1.Exists(ctx, "tumbler:0").Result(); n != 1 {
+		t.Fatalf("after the client's one release the lock is gone; want it still held (count %d)", count)
 	}
 }

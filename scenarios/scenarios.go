@@ -96,7 +96,7 @@ var tableOrder = []string{
 	"permit-expirable-semaphore-gc-pause", "latch-baseline", "latch-failover",
 	"single-failover-fixed", "single-failover-wait-fixed", "sentinel-split-brain", "sentinel-split-brain-min-replicas",
 	"cluster-failover", "cluster-failover-wait",
-	"lock-key-evicted", "noeviction-oom", "refused-writes-release", "retried-setnx-reply-loss", "reentrant-retried-acquire",
+	"lock-key-evicted", "noeviction-oom", "refused-writes-release", "retried-commands-reply-loss",
 }
 
 // All returns every catalog row in the catalog's order.
