@@ -10,11 +10,14 @@ type row int
 const (
 	clusterFailover row = iota
 	fencedFailoverTokenReuse
+	lockKeyEvicted
+	noevictionOOM
 	recipeGetSetSkew
 	redlockClockJump
 	redlockRestartAOFAlways
 	redlockRestartEmpty
 	redsyncRestartEmpty
+	refusedWritesRelease
 	sentinelSplitBrain
 	sentinelSplitBrainMinReplicas
 	singleFailover
@@ -28,11 +31,14 @@ const (
 var rowNames = [numRows]string{
 	clusterFailover:               "cluster-failover",
 	fencedFailoverTokenReuse:      "fenced-failover-token-reuse",
+	lockKeyEvicted:                "lock-key-evicted",
+	noevictionOOM:                 "noeviction-oom",
 	recipeGetSetSkew:              "recipe-getset-skew",
 	redlockClockJump:              "redlock-clock-jump",
 	redlockRestartAOFAlways:       "redlock-restart-aof-always",
 	redlockRestartEmpty:           "redlock-restart-empty",
 	redsyncRestartEmpty:           "redsync-restart-empty",
+	refusedWritesRelease:          "refused-writes-release",
 	sentinelSplitBrain:            "sentinel-split-brain",
 	sentinelSplitBrainMinReplicas: "sentinel-split-brain-min-replicas",
 	singleFailover:                "single-failover",

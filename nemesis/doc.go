@@ -170,8 +170,8 @@
 //	    loses the replies on every client's link to nodes for "for" — the
 //	      commands run, their answers never arrive — or, with "latency",
 //	      delays them by that ± "jitter": a client that sends a command
-//	      again after a timeout (go-redis's MaxRetries, lock.retries) runs
-//	      it twice
+//	      again after a timeout (go-redis's MaxRetries, lock.redis_retries)
+//	      runs it twice
 //	    takes: nodes, node, latency, jitter; for > 0
 //	    needs: clients
 //

@@ -17,7 +17,7 @@ type replyLoss struct{ kindBase }
 func (replyLoss) kind() Kind { return ReplyLoss }
 
 func (replyLoss) doc() string {
-	return "loses the replies on every client's link to nodes for \"for\" — the commands run, their answers never arrive — or, with \"latency\", delays them by that ± \"jitter\": a client that sends a command again after a timeout (go-redis's MaxRetries, lock.retries) runs it twice"
+	return "loses the replies on every client's link to nodes for \"for\" — the commands run, their answers never arrive — or, with \"latency\", delays them by that ± \"jitter\": a client that sends a command again after a timeout (go-redis's MaxRetries, lock.redis_retries) runs it twice"
 }
 
 func (replyLoss) fields() []string { return []string{"nodes", "node", "latency", "jitter"} }
