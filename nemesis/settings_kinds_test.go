@@ -200,3 +200,28 @@ func TestRunSettingsKinds(t *testing.T) {
 		t.Errorf("after the plan: %v", f.Toxics())
 	}
 }
+
+// A memory step triggered by a grant pushes at once, on the node the
+// lease rests on, and then every strobe until its heal.
+func TestRunMemoryOnAGrantPushesAtOnce(t *testing.T) {
+	noLeak(t)
+	f := newFakeCluster(t, "independent:1", 2)
+	f.setValue("n1", "k", "v1")
+	o := newFakeOracle()
+	s := newSink()
+	plan := mustPlan(t, `{"steps":[{"at":"0s","trigger":"grant","key":"k","fault":"memory","node":"lease","policy":"volatile-ttl","strobe":"100ms","for":"250ms"}]}`)
+	done := make(chan error, 1)
+	go func() { done <- Run(context.Background(), plan, fakeEnv(f, nil, o), s) }()
+	<-o.waiting
+	o.grants <- 1
+	s.wait(t, history.Start, "f1", 2*time.Second)
+	if calls := f.Calls(); !slices.Equal(calls, []string{"squeeze n1 volatile-ttl", "push n1"}) {
+		t.Errorf("calls when the step applies: %q, want the squeeze and a push at once", calls)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if calls := f.Calls(); !slices.Equal(calls, []string{"squeeze n1 volatile-ttl", "push n1", "push n1", "push n1", "unsqueeze n1"}) {
+		t.Errorf("calls: %q", calls)
+	}
+}
