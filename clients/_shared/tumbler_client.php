@@ -48,6 +48,8 @@ function debianVersion(string $package): string
 final class Session
 {
     private int $stepId = 0;
+    /** @var ?string[] the steps tumbler may stop at (init's "steps"); null: all */
+    public ?array $steps = null;
 
     public function send(array $msg): void
     {
@@ -55,9 +57,12 @@ final class Session
         fflush(STDOUT);
     }
 
-    /** Reports a step and waits for tumbler's continue. */
+    /** Reports a step and waits for tumbler's continue (only a step init's "steps" names, when it names them). */
     public function step(string $name, string $key): void
     {
+        if ($this->steps !== null && !in_array($name, $this->steps, true)) {
+            return;
+        }
         $id = ++$this->stepId;
         $this->send(['type' => 'step', 'id' => $id, 'step' => $name, 'key' => $key]);
         while (($line = fgets(STDIN)) !== false) {
@@ -86,6 +91,7 @@ function serve(callable $open): void
         try {
             if ($req['type'] === 'init') {
                 $client = null;
+                $session->steps = $req['steps'] ?? null;
                 $client = $open($req, $session);
                 $rep = ['type' => 'ok', 'library' => $client->library];
             } elseif ($client === null) {
