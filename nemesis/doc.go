@@ -215,8 +215,11 @@
 // Kind.Available says why a Setup cannot take a kind at all: a topology
 // without replicas, no clients, clients in process mode, data nodes
 // without the clock shim, or a provider that lacks a node control
-// (cluster.Controls: kill/start, wipe, pause/resume, clock; an external
-// deployment has only the controls it has hooks for). The provider answers
+// (cluster.Controls: kill/start, wipe, pause/resume, clock, persistence,
+// config; an external deployment has only the controls it has hooks for,
+// and config when its file allows it). A kind may refuse a step a setup
+// cannot take on its own terms (readonly where Sentinels would act on a
+// demoted primary), and then draws no such step. The provider answers
 // for itself (cluster.Provider.Controls); a Setup without a provider — a
 // plan checked before the run builds one — assumes every control, and the
 // run engine checks the plan again against the provider it builds before
@@ -232,8 +235,10 @@
 // or its gate opens, when the last of them heals. What cannot compose is
 // refused, by Validate where the plan shows it and by Run otherwise (the
 // step's start record carries the error): two of kill, restart and pause on
-// one node, any of them during a failover, two failovers, and one lock step
-// of one client armed twice.
+// one node, any of them during a failover, two failovers, one lock step
+// of one client armed twice, and two steps of one kind that changes a
+// node's settings (memory, refuse-writes) on one node, or one during a
+// failover.
 //
 // # Records
 //
