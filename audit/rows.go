@@ -10,10 +10,12 @@ type row int
 const (
 	clusterFailover row = iota
 	fencedFailoverTokenReuse
+	laravelLockFailover
 	recipeGetSetSkew
 	redlockClockJump
 	redlockRestartAOFAlways
 	redlockRestartEmpty
+	redisPyFailover
 	redsyncRestartEmpty
 	sentinelSplitBrain
 	sentinelSplitBrainMinReplicas
@@ -21,6 +23,8 @@ const (
 	singleFailoverWait
 	singleFailoverWaitLagging
 	singleRestartEmpty
+	symfonyCombinedRestartEmpty
+	symfonyRedisStoreFailover
 	numRows
 )
 
@@ -28,10 +32,12 @@ const (
 var rowNames = [numRows]string{
 	clusterFailover:               "cluster-failover",
 	fencedFailoverTokenReuse:      "fenced-failover-token-reuse",
+	laravelLockFailover:           "laravel-lock-failover",
 	recipeGetSetSkew:              "recipe-getset-skew",
 	redlockClockJump:              "redlock-clock-jump",
 	redlockRestartAOFAlways:       "redlock-restart-aof-always",
 	redlockRestartEmpty:           "redlock-restart-empty",
+	redisPyFailover:               "redis-py-failover",
 	redsyncRestartEmpty:           "redsync-restart-empty",
 	sentinelSplitBrain:            "sentinel-split-brain",
 	sentinelSplitBrainMinReplicas: "sentinel-split-brain-min-replicas",
@@ -39,6 +45,8 @@ var rowNames = [numRows]string{
 	singleFailoverWait:            "single-failover-wait",
 	singleFailoverWaitLagging:     "single-failover-wait-lagging",
 	singleRestartEmpty:            "single-restart-empty",
+	symfonyCombinedRestartEmpty:   "symfony-combined-restart-empty",
+	symfonyRedisStoreFailover:     "symfony-redisstore-failover",
 }
 
 // rows are the names of rs, as a Finding lists them.
