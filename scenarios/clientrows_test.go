@@ -9,7 +9,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/history"
-	"github.com/tumbler-dev/tumbler/reports"
+	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/runner"
 )
 
@@ -31,7 +31,7 @@ func TestRedisPyReleaseReplyLostWithATimeout(t *testing.T) {
 	p.Lock.Client = &spec
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	out, err := runner.Run(ctx, p, runner.Options{Store: t.TempDir(), Expected: &reports.Expectation{Verdict: checker.Valid}})
+	out, err := runner.Run(ctx, p, runner.Options{Store: t.TempDir(), Expected: &outcome.Expectation{Verdict: checker.Valid}})
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
