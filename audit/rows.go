@@ -12,10 +12,12 @@ const (
 	fencedFailoverTokenReuse
 	lockKeyEvicted
 	noevictionOOM
+	laravelLockFailover
 	recipeGetSetSkew
 	redlockClockJump
 	redlockRestartAOFAlways
 	redlockRestartEmpty
+	redisPyFailover
 	redsyncRestartEmpty
 	refusedWritesRelease
 	sentinelSplitBrain
@@ -24,6 +26,8 @@ const (
 	singleFailoverWait
 	singleFailoverWaitLagging
 	singleRestartEmpty
+	symfonyCombinedRestartEmpty
+	symfonyRedisStoreFailover
 	numRows
 )
 
@@ -33,10 +37,12 @@ var rowNames = [numRows]string{
 	fencedFailoverTokenReuse:      "fenced-failover-token-reuse",
 	lockKeyEvicted:                "lock-key-evicted",
 	noevictionOOM:                 "noeviction-oom",
+	laravelLockFailover:           "laravel-lock-failover",
 	recipeGetSetSkew:              "recipe-getset-skew",
 	redlockClockJump:              "redlock-clock-jump",
 	redlockRestartAOFAlways:       "redlock-restart-aof-always",
 	redlockRestartEmpty:           "redlock-restart-empty",
+	redisPyFailover:               "redis-py-failover",
 	redsyncRestartEmpty:           "redsync-restart-empty",
 	refusedWritesRelease:          "refused-writes-release",
 	sentinelSplitBrain:            "sentinel-split-brain",
@@ -45,6 +51,8 @@ var rowNames = [numRows]string{
 	singleFailoverWait:            "single-failover-wait",
 	singleFailoverWaitLagging:     "single-failover-wait-lagging",
 	singleRestartEmpty:            "single-restart-empty",
+	symfonyCombinedRestartEmpty:   "symfony-combined-restart-empty",
+	symfonyRedisStoreFailover:     "symfony-redisstore-failover",
 }
 
 // rows are the names of rs, as a Finding lists them.
