@@ -58,6 +58,8 @@
 //	                 how a failover moves the primary, whether it cuts
 //	                 replication first, and how long it waits then
 //	step, pause      a lock step to arm, and how long step-pause stops
+//	rate             a clock's pace against the host's (drift, client-drift)
+//	share, period    the part of every period a starved client runs
 //
 // # Kinds
 //
@@ -142,6 +144,25 @@
 //	      protected resource until the heal, as TCP would, for "for"
 //	    takes: clients, client, mode, direction; for > 0
 //	    needs: clients
+//	drift
+//	    runs nodes' wall clocks at "rate" times the host's pace for "for"
+//	      (the clock shim's drift: a node at 1.5 gains half a second a
+//	      second and expires keys after TTL/1.5), then steps them back to
+//	      the host's time; rates on one node add up
+//	    takes: nodes, node, rate; for > 0
+//	    needs: the clock shim, provider control clock, clock rate
+//	client-drift
+//	    runs clients' wall clocks at "rate" times the host's pace for "for",
+//	      then steps them back; rates on one client add up
+//	    takes: clients, client, rate; for > 0
+//	    needs: clients
+//	client-starve
+//	    starves client processes for "for": every "period" they run for
+//	      "share" of it and are stopped (SIGSTOP) for the rest, so what
+//	      falls due meanwhile — a renewal — runs late while the holder
+//	      keeps working; stops of one client are counted with client-pause's
+//	    takes: clients, client, share, period; for > 0
+//	    needs: clients, process clients
 //
 // Link shapes (partition, latency) are described on Shape; without a
 // shape, targets pick one: nodes or node → "nodes" (cut from every client),

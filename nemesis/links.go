@@ -372,6 +372,7 @@ func without(all, drop []string) []string {
 	}
 	return out
 }
+
 // noReplicaLinks is the error of shape replication in a topology whose
 // replicas have no replication links of their own, with the links that
 // carry replication there, if any.

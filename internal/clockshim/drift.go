@@ -14,9 +14,9 @@ import (
 // Base + Slope × (m − Anchor). A clock running at rate r from m0 on is
 // Drift{Slope: r − 1, Anchor: m0} (Rate); the zero Drift is none.
 type Drift struct {
-	Base   time.Duration
-	Slope  float64
-	Anchor int64
+	Base   time.Duration `json:"base,omitzero"`
+	Slope  float64       `json:"slope,omitzero"`
+	Anchor int64         `json:"anchor,omitzero"`
 }
 
 // Rate is a clock running at rate (1: the host's pace; 1.5 gains half a
