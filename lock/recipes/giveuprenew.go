@@ -25,8 +25,9 @@ import (
 //
 // Each renewal is reported through lock.Options.Renewed: "invoke", then
 // "ok" with the lease renewed from before the script (ValidUntil: that
-// start + TTL − drift), or "fail" with the error, after which nothing more
-// is reported: the client's lease is what the last renewal that worked
+// start + TTL − drift), or "fail" (the key was not ours) or "info" (an
+// unknown outcome: a timeout, a connection lost) with the error, after
+// which nothing more is reported: the client's lease is what the last renewal that worked
 // left it. Extend runs the same script once. ValidUntil of the acquired
 // lease: start + TTL − drift from before the SET.
 //
@@ -55,7 +56,11 @@ func (r *GiveUpRenew) once(ctx context.Context, l lock.Lease) (lock.Lease, bool)
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return l, false // released meanwhile: not a failure of the renewal
 		}
-		r.cfg.Renewed(lock.RenewEvent{Phase: "fail", Lease: l, Err: err, Time: time.Now()})
+		phase := "fail"
+		if errors.Is(err, lock.ErrUnknown) {
+			phase = "info" // a timeout, a connection lost: it may have renewed
+		}
+		r.cfg.Renewed(lock.RenewEvent{Phase: phase, Lease: l, Err: err, Time: time.Now()})
 		return l, false
 	}
 	r.cfg.Renewed(lock.RenewEvent{Phase: "ok", Lease: next, Time: time.Now()})

@@ -453,7 +453,7 @@ func TestGiveUpRenewStopsAtTheFirstFailure(t *testing.T) {
 			t.Fatalf("B acquire: %v (A's lock should expire a TTL after its last renewal)", err)
 		}
 	}
-	if got := phases(); len(got) != failedAt || got[len(got)-1] != "fail" {
+	if got := phases(); len(got) != failedAt || got[len(got)-1] != "fail" { // ErrNotHeld: definite
 		t.Errorf("A's watchdog went on after its failure: %v", got[failedAt-1:])
 	}
 	if oks := slices.Index(phases(), "ok"); oks < 0 {
