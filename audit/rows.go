@@ -12,9 +12,12 @@ const (
 	fencedFailoverTokenReuse
 	recipeGetSetSkew
 	redlockClockJump
+	redlockDriftBeyondFactor
+	redlockDriftWithinFactor
 	redlockRestartAOFAlways
 	redlockRestartEmpty
 	redsyncRestartEmpty
+	rueidislockNodeClockAhead
 	sentinelSplitBrain
 	sentinelSplitBrainMinReplicas
 	singleFailover
@@ -30,9 +33,12 @@ var rowNames = [numRows]string{
 	fencedFailoverTokenReuse:      "fenced-failover-token-reuse",
 	recipeGetSetSkew:              "recipe-getset-skew",
 	redlockClockJump:              "redlock-clock-jump",
+	redlockDriftBeyondFactor:      "redlock-drift-beyond-factor",
+	redlockDriftWithinFactor:      "redlock-drift-within-factor",
 	redlockRestartAOFAlways:       "redlock-restart-aof-always",
 	redlockRestartEmpty:           "redlock-restart-empty",
 	redsyncRestartEmpty:           "redsync-restart-empty",
+	rueidislockNodeClockAhead:     "rueidislock-node-clock-ahead",
 	sentinelSplitBrain:            "sentinel-split-brain",
 	sentinelSplitBrainMinReplicas: "sentinel-split-brain-min-replicas",
 	singleFailover:                "single-failover",
