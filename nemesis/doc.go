@@ -216,8 +216,10 @@
 // Faults compose where the target can take it. A link can carry several
 // link faults: per direction the most recent cut and the most recent delay
 // apply, and healing one fault leaves the others in place. Clock offsets of
-// faults on one node or client add up. Pauses of one node, pauses of one
-// client and the gate of client-partition are counted: the target resumes,
+// faults on one node or client add up, and so do their drifts (each heal
+// takes away what its own drift gained). Pauses of one node, pauses of one
+// client (client-pause, the stopped parts of client-starve, step-pause)
+// and the gate of client-partition are counted: the target resumes,
 // or its gate opens, when the last of them heals. What cannot compose is
 // refused, by Validate where the plan shows it and by Run otherwise (the
 // step's start record carries the error): two of kill, restart and pause on
@@ -266,7 +268,10 @@
 // grant and before its holder releases, and another client can gather a
 // majority from the freed node and the ones the cut kept from the lease. Clock jumps
 // go mostly forward, past the TTL more often than not, on one node or
-// several; failovers aimed at a grant mostly cut replication first; kills
+// several; drifts last a few TTLs, two thirds of them fast, and aimed at a
+// lock on a majority run a whole majority's clocks; a starved client (the
+// holder, aimed at the lock) runs 5–30 % of periods of half a TTL to two;
+// failovers aimed at a grant mostly cut replication first; kills
 // and restarts draw each persistence mode unless the run fixed one. The
 // same seed, mix and options give the same plan.
 package nemesis
