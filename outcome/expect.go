@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/spans"
@@ -34,12 +35,18 @@ type Expectation struct {
 // late reports whether a happened at least AfterFaultStart after the
 // start of a fault it names (any anomaly, without the bound).
 func (e Expectation) late(a *checker.Anomaly, faults []checker.FaultWindow) bool {
-	d := int64(e.AfterFaultStart.Resolve(0))
+	return Late(a, faults, e.AfterFaultStart.Resolve(0))
+}
+
+// Late reports whether a happened at least d after the start of one of
+// faults that it names (always, for d ≤ 0): the rule of an expectation's
+// AfterFaultStart, which a hunt like such a row applies to its finds too.
+func Late(a *checker.Anomaly, faults []checker.FaultWindow, d time.Duration) bool {
 	if d <= 0 {
 		return true
 	}
 	for _, f := range faults {
-		if slices.Contains(a.Faults, f.ID) && a.At >= f.Start+d {
+		if slices.Contains(a.Faults, f.ID) && a.At >= f.Start+int64(d) {
 			return true
 		}
 	}
