@@ -44,13 +44,19 @@ func (clientDrift) describe(c *compiled, t target) string {
 // four TTLs.
 func (clientDrift) draw(g *gen, a aim) (Step, bool) {
 	st := Step{Fault: ClientDrift, Rate: g.rate(), For: TTLs(g.between(1, 4))}
+	return st, g.aimClient(&st, a)
+}
+
+// aimClient aims a client fault: at the holder of the next grant, or at a
+// client drawn at random; false for another aim.
+func (g *gen) aimClient(st *Step, a aim) bool {
 	switch a {
 	case aimLease:
 		st.Client = Holder
 	case aimAny:
 		st.Clients = []int{g.rng.IntN(g.o.Clients)}
 	default:
-		return st, false
+		return false
 	}
-	return st, true
+	return true
 }

@@ -122,15 +122,7 @@ func (clientStarve) describe(c *compiled, t target) string {
 // TTL to two, for two to five TTLs.
 func (clientStarve) draw(g *gen, a aim) (Step, bool) {
 	st := Step{Fault: ClientStarve, Share: g.between(0.05, 0.3), Period: TTLs(g.between(0.5, 2)), For: TTLs(g.between(2, 5))}
-	switch a {
-	case aimLease:
-		st.Client = Holder
-	case aimAny:
-		st.Clients = []int{g.rng.IntN(g.o.Clients)}
-	default:
-		return st, false
-	}
-	return st, true
+	return st, g.aimClient(&st, a)
 }
 
 // pauseClients stops clients, counted: a client already stopped by another
