@@ -269,7 +269,7 @@ func (a *auditor) persistence(n nodeState) {
 	case aof != "yes":
 		a.add(Finding{Check: "persistence", Node: n.name, Risky: true, Setting: setting,
 			Why:  "without an AOF a restarted node comes back without the locks it granted (RDB snapshots, if any, are seconds to minutes old), and another client takes a lock its holder still believes it holds",
-			Rows: rows(singleRestartEmpty, redlockRestartEmpty, redsyncRestartEmpty)})
+			Rows: rows(singleRestartEmpty, redlockRestartEmpty, redsyncRestartEmpty, symfonyCombinedRestartEmpty)})
 	case fsync != "always":
 		a.add(Finding{Check: "persistence", Node: n.name, Risky: true, Setting: setting,
 			Why:  "appendfsync " + fsync + " acknowledges a write before it is on disk: a process crash loses nothing, but a machine crash or power loss loses up to a second of grants, which a restarted node then hands out again (the restart rows show the same with everything lost; with always, nothing is)",
@@ -298,8 +298,9 @@ func (a *auditor) failoverWrites(n nodeState) {
 	setting := fmt.Sprintf("min-replicas-to-write %d, min-replicas-max-lag %s, %s connected replicas", min, lag, n.info["connected_slaves"])
 	if min == 0 {
 		a.add(Finding{Check: "failover-writes", Node: n.name, Risky: true, Setting: setting,
-			Why:  "replication is asynchronous and the primary takes writes with no replica: a lock granted on it can be missing on the replica promoted after a failover, and on a partitioned primary for as long as the partition lasts. A lock that WAITs for a replica closes the first window only while every promotable replica has acknowledged",
-			Rows: rows(singleFailover, fencedFailoverTokenReuse, singleFailoverWaitLagging, sentinelSplitBrain)})
+			Why: "replication is asynchronous and the primary takes writes with no replica: a lock granted on it can be missing on the replica promoted after a failover, and on a partitioned primary for as long as the partition lasts. A lock that WAITs for a replica closes the first window only while every promotable replica has acknowledged",
+			Rows: rows(singleFailover, fencedFailoverTokenReuse, singleFailoverWaitLagging, sentinelSplitBrain,
+				redisPyFailover, symfonyRedisStoreFailover, laravelLockFailover)})
 		return
 	}
 	a.add(Finding{Check: "failover-writes", Node: n.name, Risky: true, Setting: setting,
@@ -364,7 +365,7 @@ func (a *auditor) sentinelTiming(ttl time.Duration) {
 				why = fmt.Sprintf("Sentinel declares the primary down after %v and promotes a replica a few seconds later, within a lock's TTL (%v): a lock granted on the old primary and not yet replicated is still valid, and missing, on the new one. failover-timeout %v bounds how long a failover may take and when a failed one is retried", down, ttl, fot)
 			}
 			a.add(Finding{Check: "sentinel-timing", Node: s.name, Risky: risky, Setting: setting, Why: why,
-				Rows: rows(singleFailover, singleFailoverWait, sentinelSplitBrain)})
+				Rows: rows(singleFailover, singleFailoverWait, sentinelSplitBrain, redisPyFailover, symfonyRedisStoreFailover, laravelLockFailover)})
 			total := atoi(m["num-other-sentinels"]) + 1
 			if total < 3 {
 				a.add(Finding{Check: "sentinel-quorum", Node: s.name, Risky: true, Setting: setting,

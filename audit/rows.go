@@ -10,12 +10,14 @@ type row int
 const (
 	clusterFailover row = iota
 	fencedFailoverTokenReuse
+	laravelLockFailover
 	recipeGetSetSkew
 	redlockClockJump
 	redlockDriftBeyondFactor
 	redlockDriftWithinFactor
 	redlockRestartAOFAlways
 	redlockRestartEmpty
+	redisPyFailover
 	redsyncRestartEmpty
 	rueidislockNodeClockAhead
 	sentinelSplitBrain
@@ -24,6 +26,8 @@ const (
 	singleFailoverWait
 	singleFailoverWaitLagging
 	singleRestartEmpty
+	symfonyCombinedRestartEmpty
+	symfonyRedisStoreFailover
 	numRows
 )
 
@@ -31,12 +35,14 @@ const (
 var rowNames = [numRows]string{
 	clusterFailover:               "cluster-failover",
 	fencedFailoverTokenReuse:      "fenced-failover-token-reuse",
+	laravelLockFailover:           "laravel-lock-failover",
 	recipeGetSetSkew:              "recipe-getset-skew",
 	redlockClockJump:              "redlock-clock-jump",
 	redlockDriftBeyondFactor:      "redlock-drift-beyond-factor",
 	redlockDriftWithinFactor:      "redlock-drift-within-factor",
 	redlockRestartAOFAlways:       "redlock-restart-aof-always",
 	redlockRestartEmpty:           "redlock-restart-empty",
+	redisPyFailover:               "redis-py-failover",
 	redsyncRestartEmpty:           "redsync-restart-empty",
 	rueidislockNodeClockAhead:     "rueidislock-node-clock-ahead",
 	sentinelSplitBrain:            "sentinel-split-brain",
@@ -45,6 +51,8 @@ var rowNames = [numRows]string{
 	singleFailoverWait:            "single-failover-wait",
 	singleFailoverWaitLagging:     "single-failover-wait-lagging",
 	singleRestartEmpty:            "single-restart-empty",
+	symfonyCombinedRestartEmpty:   "symfony-combined-restart-empty",
+	symfonyRedisStoreFailover:     "symfony-redisstore-failover",
 }
 
 // rows are the names of rs, as a Finding lists them.

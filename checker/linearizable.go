@@ -311,7 +311,7 @@ func linModel(p *prepared) porcupine.Model {
 				s += " → ok"
 			}
 			if in.kind != linRelease && !in.info {
-				s += ", valid until " + secs(in.vu)
+				s += ", " + history.ValidUntilText(in.vu)
 			}
 			return fmt.Sprintf("%s [op %d]", s, c.opIndex())
 		},
@@ -333,7 +333,7 @@ func describeLinState(p *prepared, s linState) string {
 		a := &p.calls[s.holder]
 		who = fmt.Sprintf("client %d (acquire op %d)", a.client, a.opIndex())
 	}
-	return fmt.Sprintf("held by %s, valid until %s", who, secs(s.vu))
+	return fmt.Sprintf("held by %s, %s", who, history.ValidUntilText(s.vu))
 }
 
 // VisualMaxOps bounds WriteLinearizationHTML: porcupine's page for more

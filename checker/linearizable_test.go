@@ -48,6 +48,22 @@ func TestNotLinearizableExplains(t *testing.T) {
 	}
 }
 
+// TestNotLinearizableSaysNoExpiry: a lease with no expiry (a library
+// that exposes no validity: lock.NoExpiry) is said to be one, not given
+// the instant a century ahead.
+func TestNotLinearizableSaysNoExpiry(t *testing.T) {
+	never := func(_, d *h.Op) { d.ValidUntil = int64(100*365*24*time.Hour) + ns(10) }
+	ops := build(
+		acq(1, "k", 0, 10, h.OK, never),
+		acq(2, "k", 400, 450, h.OK, never),
+	)
+	a := notLinearizableIn(t, check(t, ops, Config{}))
+	want := "held by client 1 (acquire op 1), " + h.NoExpiryText
+	if !strings.Contains(a.Explanation, want) || strings.Contains(a.Explanation, "valid until") {
+		t.Errorf("explanation %q: want %q and no \"valid until\"", a.Explanation, want)
+	}
+}
+
 // TestNotLinearizableNamesFaultsOfBothOps: the faults named are those
 // active while either of the two operations was in flight. Client 2's
 // acquire is in flight from 0 to 1000; client 1's is granted at 110; the

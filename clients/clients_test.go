@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -228,6 +229,46 @@ func TestStepsAsTheManifestSays(t *testing.T) {
 			}
 			if err := l.Release(ctxFor(t, 5*time.Second), held); err != nil {
 				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestOnlyTheArmableSteps: a client reports only the steps its init's
+// "steps" names (the ones the run's faults may stop it at), none when the
+// list is empty.
+func TestOnlyTheArmableSteps(t *testing.T) {
+	servers := redistest.Start(t, 3)
+	for _, name := range clients.Names() {
+		m, _ := clients.Lookup(name)
+		if len(m.Steps) == 0 {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			for _, armable := range [][]string{{}, {"not-a-step-of-it"}, {m.Steps[0].Name}} {
+				key := locktest.Key(t)
+				in := initFor(m, servers, key, 10*time.Second, nil)
+				in.Steps = &armable
+				var seen []string
+				l := locker(t, start(t, name, in), key, lock.WithHook(func(_ context.Context, step string) error {
+					seen = append(seen, step)
+					return nil
+				}))
+				held, err := l.Acquire(ctxFor(t, 5*time.Second))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := l.Release(ctxFor(t, 5*time.Second), held); err != nil {
+					t.Fatal(err)
+				}
+				for _, st := range seen {
+					if !slices.Contains(armable, st) {
+						t.Errorf("steps %q: the client reported %s", armable, st)
+					}
+				}
+				if want := slices.Contains(armable, m.Steps[0].Name) && m.Steps[0].Acquiring; want && !slices.Contains(seen, m.Steps[0].Name) {
+					t.Errorf("steps %q: the client did not report %s", armable, m.Steps[0].Name)
+				}
 			}
 		})
 	}

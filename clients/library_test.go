@@ -264,18 +264,20 @@ func expireWithin(t *testing.T, ctx context.Context, b lock.Locker, since time.T
 }
 
 // TestPhpRedisStaleReplyAfterATimeout shows a php-redis 5.3.7 flaw through
-// Laravel's lock: a read timeout on a script's reply (redis_read_reply_type,
-// "socket error on read socket") does not close the connection, unlike one
-// on a plain reply (redis_sock_gets closes it), so the script's reply, when
-// it comes, is read as the reply to the next command. A release that timed
-// out shifts every later reply by one: the next acquire of a free key is
-// told "not acquired" while its SET took the key, and the one after that
-// is told "acquired" on a key another client holds.
+// Laravel's lock in a long-running worker (per_request false: one
+// connection for every call): a read timeout on a script's reply
+// (redis_read_reply_type, "socket error on read socket") does not close the
+// connection, unlike one on a plain reply (redis_sock_gets closes it), so
+// the script's reply, when it comes, is read as the reply to the next
+// command. A release that timed out shifts every later reply by one: the
+// next acquire of a free key is told "not acquired" while its SET took the
+// key, and the one after that is told "acquired" on a key another client
+// holds. (Under PHP-FPM, per_request, the shift ends with the request.)
 func TestPhpRedisStaleReplyAfterATimeout(t *testing.T) {
 	srv := redistest.Start(t, 1)[0]
 	m := manifest(t, "laravel")
 	k1, k2, k3 := locktest.Key(t), locktest.Key(t), locktest.Key(t)
-	in := initFor(m, []*redistest.Server{srv}, k1, 30*time.Second, nil)
+	in := initFor(m, []*redistest.Server{srv}, k1, 30*time.Second, map[string]any{"per_request": false})
 	in.ReadTimeoutMS = 300
 	pa := start(t, "laravel", in)
 	a1, a2, a3 := locker(t, pa, k1), locker(t, pa, k2), locker(t, pa, k3)

@@ -2,6 +2,8 @@ package clients_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -34,9 +36,44 @@ var sentinelMode = map[string]string{
 	"reference":        "", // the protocol's example: one node only, not tried here
 	"redis-py":         follows,
 	"tooz":             follows,
-	"symfony":          stays,
-	"laravel":          sometimes,
+	"symfony":          follows, // per_request: each request connects anew
+	"laravel":          follows, // per_request: each request connects anew
 	"symfony-combined": refuses,
+}
+
+// workerMode is what the PHP clients do as a long-running worker
+// (per_request false: one connection for every call).
+var workerMode = map[string]string{
+	"symfony": stays,
+	"laravel": sometimes,
+}
+
+// sentinelCase is a client with its options, and what it does with Sentinel.
+type sentinelCase struct {
+	client, mode string
+	options      map[string]any
+}
+
+func (c sentinelCase) name() string {
+	if c.options != nil {
+		return c.client + " (per_request false)"
+	}
+	return c.client
+}
+
+// sentinelCases: every shipped client with its defaults, and the PHP
+// clients as long-running workers.
+func sentinelCases() []sentinelCase {
+	var out []sentinelCase
+	for _, name := range clients.Names() {
+		if mode := sentinelMode[name]; mode != "" {
+			out = append(out, sentinelCase{client: name, mode: mode})
+		}
+		if mode := workerMode[name]; mode != "" {
+			out = append(out, sentinelCase{client: name, mode: mode, options: map[string]any{"per_request": false}})
+		}
+	}
+	return out
 }
 
 // sentinelInit is the init a run gives client 0 of c: its own proxies to
@@ -60,8 +97,10 @@ func sentinelInit(t testing.TB, c *cluster.Cluster, key string) protocol.Init {
 // TestSentinelFailover: through replicated:1+sentinels, every client that
 // takes connect sentinel finds the primary through its own proxies; after
 // the primary is killed and the Sentinels fail over, a client whose
-// library asks them again reaches the new primary — through its own proxy
-// (cutting that link cuts it off) — and one that asked once does not.
+// library asks them again — or that connects anew for each request, as a
+// PHP application under PHP-FPM does — reaches the new primary through
+// its own proxy (cutting that link cuts it off), and one that asked once
+// (a long-running PHP worker with Symfony) does not.
 func TestSentinelFailover(t *testing.T) {
 	for _, name := range clients.Names() {
 		if _, ok := sentinelMode[name]; !ok {
@@ -81,18 +120,19 @@ func TestSentinelFailover(t *testing.T) {
 	t.Cleanup(func() { c.Close() })
 
 	lockers := map[string]lock.Locker{}
-	for _, name := range clients.Names() {
-		mode := sentinelMode[name]
-		if mode == "" {
-			continue
-		}
-		key := locktest.Key(t) + ":" + name
+	modes := map[string]string{}
+	for i, sc := range sentinelCases() {
+		name := sc.name()
+		key := fmt.Sprintf("%s:%d", locktest.Key(t), i)
 		in := sentinelInit(t, c, key)
-		if mode == refuses {
-			wantRefused(t, name, in, "connect sentinel: ")
+		if sc.options != nil {
+			in.Options, _ = json.Marshal(sc.options)
+		}
+		if sc.mode == refuses {
+			wantRefused(t, sc.client, in, "connect sentinel: ")
 			continue
 		}
-		l := locker(t, start(t, name, in), key)
+		l := locker(t, start(t, sc.client, in), key)
 		held, err := l.Acquire(ctxFor(t, 10*time.Second))
 		if err != nil {
 			t.Fatalf("client %s: acquire through Sentinel's primary: %v", name, err)
@@ -100,7 +140,7 @@ func TestSentinelFailover(t *testing.T) {
 		if err := l.Release(ctxFor(t, 10*time.Second), held); err != nil {
 			t.Fatalf("client %s: release: %v", name, err)
 		}
-		lockers[name] = l
+		lockers[name], modes[name] = l, sc.mode
 	}
 
 	if err := c.Kill("p"); err != nil {
@@ -112,14 +152,14 @@ func TestSentinelFailover(t *testing.T) {
 	for name, l := range lockers {
 		t.Run(name, func(t *testing.T) {
 			wait := 20 * time.Second // clients that follow reach r1 at their next call
-			if sentinelMode[name] != follows {
+			if modes[name] != follows {
 				wait = 6 * time.Second
 			}
 			reached := acquireWithin(t, l, wait)
-			switch sentinelMode[name] {
+			switch modes[name] {
 			case follows, sometimes:
-				if !reached && sentinelMode[name] == follows {
-					t.Fatalf("%s asks the Sentinels on every reconnect, yet did not reach the new primary within 20 s", name)
+				if !reached && modes[name] == follows {
+					t.Fatalf("%s asks the Sentinels on every reconnect (or request), yet did not reach the new primary within 20 s", name)
 				}
 				if !reached {
 					t.Logf("%s did not ask the Sentinels again this time", name)

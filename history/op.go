@@ -117,7 +117,8 @@ type Op struct {
 	Token int64 `json:"token,omitempty"`
 	// ValidUntil is the lease's validity end (ns since run start) on an ok
 	// acquire or extend, the writer's validity on a write, and the queue
-	// entry's timeout on an ok enqueue.
+	// entry's timeout on an ok enqueue. A lease that never expires (one
+	// whose library exposes no validity) carries one NoExpiry recognizes.
 	ValidUntil int64 `json:"valid_until,omitempty"`
 	// Time is when this record's event happened, ns since the run started,
 	// on the harness host's monotonic clock.

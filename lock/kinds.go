@@ -70,7 +70,9 @@ type Latch interface {
 }
 
 // NoExpiry is the ValidUntil of a lease that never expires (a plain
-// RSemaphore permit): far enough ahead that no run reaches it.
+// RSemaphore permit) or whose library exposes no validity (its caller
+// holds the lock until it releases it): far enough ahead that no run
+// reaches it. Histories and reports recognize it by history.NoExpiry.
 func NoExpiry(start time.Time) time.Time { return start.Add(100 * 365 * 24 * time.Hour) }
 
 // QueueEvent reports a fair lock's waiter at its queue, as the lock saw it:

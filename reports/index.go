@@ -380,7 +380,10 @@ func opRowOf(o history.Op) opRow {
 	if o.Token != 0 {
 		row.Token = strconv.FormatInt(o.Token, 10)
 	}
-	if o.ValidUntil != 0 {
+	switch {
+	case history.NoExpiry(o.ValidUntil):
+		row.ValidUntil = history.NoExpiryText
+	case o.ValidUntil != 0:
 		row.ValidUntil = secs(o.ValidUntil)
 	}
 	row.Note = o.Error

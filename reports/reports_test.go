@@ -197,6 +197,39 @@ func TestTimelineMarksDoubleGrantOverlap(t *testing.T) {
 	}
 }
 
+// A lease with no expiry (a library that exposes no validity) is shown as
+// one in the operation table and the timeline, never as an instant a
+// century after the run.
+func TestNoExpiryShownAsSuch(t *testing.T) {
+	r := corpusRun(t, filepath.Join("..", "checker", "testdata", "double-grant.jsonl"))
+	never := int64(100*365*24*time.Hour) + r.Ops[len(r.Ops)-1].Time
+	n := 0
+	for i := range r.Ops {
+		if o := &r.Ops[i]; o.F == history.Acquire && o.Type == history.OK {
+			o.ValidUntil = never
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("the corpus history has no ok acquire")
+	}
+	res, err := checker.Check(r.Ops, checker.Config{TTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Result = res
+	dir, _ := writeReport(t, r)
+	for _, f := range []string{IndexFile, TimelineFile} {
+		page := readFile(t, filepath.Join(dir, f))
+		if !strings.Contains(page, history.NoExpiryText) {
+			t.Errorf("%s does not say %q", f, history.NoExpiryText)
+		}
+		if secs := fmt.Sprintf("%.3f", history.Seconds(never)); strings.Contains(page, secs) {
+			t.Errorf("%s shows the no-expiry instant %s s", f, secs)
+		}
+	}
+}
+
 // The holds drawn are what clients believed: extend-after-lapse shows
 // client 0 holding past its validity (hatched), and the bars end where the
 // history says.

@@ -317,7 +317,7 @@ func (l *timelineLayout) prepareSegments(m holdsModel) {
 			t += fmt.Sprintf(", token %d", h.Token)
 		}
 		if h.ValidUntil > 0 {
-			t += ", valid until " + secs(h.ValidUntil)
+			t += ", " + history.ValidUntilText(h.ValidUntil)
 		}
 		held[ln] = append(held[ln], segment{h.Start, validEnd, 1, t})
 		if end > validEnd {

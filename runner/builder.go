@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -39,6 +40,9 @@ type ClientLock struct {
 	// goes (in the run directory).
 	Keys      []string `json:"keys,omitempty"`
 	ClientLog string   `json:"client_log,omitempty"`
+	// Steps are the lock steps the run's faults and crashes may stop a
+	// client at: a lock client program reports only those.
+	Steps []string `json:"steps,omitempty"`
 }
 
 // clientLock is client i's ClientLock: its lock, its view of the cluster
@@ -48,8 +52,24 @@ func (p Plan) clientLock(i int, view cluster.ClientView, keys []string, dir stri
 	cl := ClientLock{Lock: p.clientLockSpec(i), View: view, ReadTimeout: p.readTimeout(), Discovery: p.Lock.Discovery}
 	if p.Lock.Client != nil {
 		cl.Keys, cl.ClientLog = keys, filepath.Join(dir, "clients", fmt.Sprintf("client-%d.log", i))
+		cl.Steps = p.armableSteps()
 	}
 	return cl
+}
+
+// armableSteps are the steps the plan may stop a client at: those its
+// step faults arm and the one its workload crashes at.
+func (p Plan) armableSteps() []string {
+	var out []string
+	for _, st := range p.Faults {
+		if st.LockStep != "" && !slices.Contains(out, st.LockStep) {
+			out = append(out, st.LockStep)
+		}
+	}
+	if c := p.Workload.Crash; c != nil && c.Step != "" && !slices.Contains(out, c.Step) {
+		out = append(out, c.Step)
+	}
+	return out
 }
 
 // buildClientLocks makes one client's Redis connections (through its own

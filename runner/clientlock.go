@@ -89,6 +89,8 @@ func protocolInit(cl ClientLock, m clients.Manifest) protocol.Init {
 		Client: v.Client, Kind: m.Kind, Keys: cl.Keys, TTLMS: cl.Lock.TTL.Milliseconds(),
 		ReadTimeoutMS: cl.ReadTimeout.Milliseconds(), Options: cl.Lock.Client.Options,
 	}
+	steps := append([]string{}, cl.Steps...) // never absent: a client reports only these
+	in.Steps = &steps
 	for _, name := range v.Nodes {
 		in.Nodes = append(in.Nodes, protocol.Node{Name: name, Addr: v.Addrs[name]})
 	}

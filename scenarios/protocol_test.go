@@ -44,11 +44,12 @@ func overProtocol(t *testing.T, p runner.Plan) runner.Plan {
 // reproduce --all` checks in-process): the protocol neither hides an
 // anomaly nor makes one up. The rows cover a double grant by restart and by
 // failover, a stale write after a real pause, fencing tokens carried across
-// the protocol, a lock's own step reached over the protocol, and a lock on
+// the protocol, a lock's own step reached over the protocol (a pause at
+// redlock's granted step, which its validity check must refuse), and a lock on
 // every node.
 func TestProtocolSameVerdicts(t *testing.T) {
 	store := t.TempDir()
-	for _, name := range []string{"single-restart-empty", "single-failover", "single-gc-pause", "fenced-gc-pause", "recipe-check-then-del", "redlock-restart-empty"} {
+	for _, name := range []string{"single-restart-empty", "single-failover", "single-gc-pause", "fenced-gc-pause", "redlock-pause-during-acquire", "redlock-restart-empty"} {
 		t.Run(name, func(t *testing.T) {
 			s, err := Get(name)
 			if err != nil {

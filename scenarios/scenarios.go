@@ -98,6 +98,8 @@ var tableOrder = []string{
 	"permit-expirable-semaphore-gc-pause", "latch-baseline", "latch-failover",
 	"single-failover-fixed", "single-failover-wait-fixed", "sentinel-split-brain", "sentinel-split-brain-min-replicas",
 	"cluster-failover", "cluster-failover-wait",
+	"redis-py-failover", "redis-py-gc-pause", "redis-py-no-timeout-crash", "redis-py-release-reply-lost",
+	"symfony-redisstore-failover", "symfony-combined-restart-empty", "laravel-lock-failover",
 }
 
 // All returns every catalog row in the catalog's order.

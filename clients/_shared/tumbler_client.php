@@ -48,6 +48,8 @@ function debianVersion(string $package): string
 final class Session
 {
     private int $stepId = 0;
+    /** @var ?string[] the steps tumbler may stop at (init's "steps"); null: all */
+    public ?array $steps = null;
 
     public function send(array $msg): void
     {
@@ -55,9 +57,12 @@ final class Session
         fflush(STDOUT);
     }
 
-    /** Reports a step and waits for tumbler's continue. */
+    /** Reports a step and waits for tumbler's continue (only a step init's "steps" names, when it names them). */
     public function step(string $name, string $key): void
     {
+        if ($this->steps !== null && !in_array($name, $this->steps, true)) {
+            return;
+        }
         $id = ++$this->stepId;
         $this->send(['type' => 'step', 'id' => $id, 'step' => $name, 'key' => $key]);
         while (($line = fgets(STDIN)) !== false) {
@@ -86,6 +91,7 @@ function serve(callable $open): void
         try {
             if ($req['type'] === 'init') {
                 $client = null;
+                $session->steps = $req['steps'] ?? null;
                 $client = $open($req, $session);
                 $rep = ['type' => 'ok', 'library' => $client->library];
             } elseif ($client === null) {
@@ -140,6 +146,15 @@ function number(array $o, string $name, float $min = 0.0, bool $null = false): ?
         throw new InitError("options.$name: " . json_encode($v) . " must be a number above $min" . ($null ? ' or null' : ''));
     }
     return (float) $v;
+}
+
+/** options.$name as true or false. */
+function boolean(array $o, string $name): bool
+{
+    if (!is_bool($o[$name])) {
+        throw new InitError("options.$name: " . json_encode($o[$name]) . ' must be true or false');
+    }
+    return $o[$name];
 }
 
 function secret(array $where): string
@@ -212,9 +227,7 @@ function redisSettings(array $init): array
  */
 function masterAddr(array $init): array
 {
-    if (!empty($init['auth']) || !empty($init['tls'])) {
-        throw new InitError('connect sentinel with auth or tls: php-redis ' . phpversion('redis') . "'s RedisSentinel takes neither (its constructor: host, port, timeout, persistent, retry_interval, read_timeout)");
-    }
+    sentinelUsable($init);
     $t = ($init['read_timeout_ms'] ?? 0) / 1000;
     $errors = [];
     foreach ($init['sentinels'] as $addr) {
@@ -232,11 +245,18 @@ function masterAddr(array $init): array
     throw new \RedisException('no Sentinel named a primary: ' . implode('; ', $errors));
 }
 
-/** A php-redis connection to host:port with init's read timeout, auth and TLS. */
-function redisAt(array $init, string $host, int $port): \Redis
+/** Refuses connect sentinel with what php-redis's RedisSentinel cannot do (at init, before anything connects). */
+function sentinelUsable(array $init): void
+{
+    if (!empty($init['auth']) || !empty($init['tls'])) {
+        throw new InitError('connect sentinel with auth or tls: php-redis ' . phpversion('redis') . "'s RedisSentinel takes neither (its constructor: host, port, timeout, persistent, retry_interval, read_timeout)");
+    }
+}
+
+/** Connects $r to host:port with init's read timeout, auth and TLS. */
+function connectTo(\Redis $r, array $init, string $host, int $port): \Redis
 {
     $s = redisSettings($init);
-    $r = new \Redis();
     $h = $s['tls'] ? "tls://$host" : $host;
     if ($s['tls']) {
         $r->connect($h, $port, $s['timeout'], null, 0, $s['timeout'], $s['tls']);
@@ -249,13 +269,128 @@ function redisAt(array $init, string $host, int $port): \Redis
     return $r;
 }
 
-/** A php-redis connection to init's node, or to the primary its Sentinels name. */
-function redisFor(array $init): \Redis
+/**
+ * A php-redis connection made at its first use and, while that fails,
+ * again at each use: what Symfony's StoreFactory gives a store built from
+ * a DSN (AbstractAdapter::createConnection with lazy: true, a RedisProxy
+ * whose initializer runs on every call until it has succeeded). Where it
+ * connects is decided then: $where returns [host, port] — the node, or the
+ * primary the Sentinels name at that moment (RedisTrait asks them inside
+ * the initializer). Once connected, php-redis keeps that address. It
+ * intercepts the calls Symfony's RedisStore makes (clearLastError, eval,
+ * getLastError); any other call on it before it connected fails as
+ * php-redis fails on a connection it never made.
+ */
+final class LazyRedis extends \Redis
+{
+    private bool $ready = false;
+
+    public function __construct(private array $init, private \Closure $where)
+    {
+        parent::__construct();
+    }
+
+    private function ready(): void
+    {
+        if (!$this->ready) {
+            [$host, $port] = ($this->where)();
+            connectTo($this, $this->init, $host, $port);
+            $this->ready = true;
+        }
+    }
+
+    public function clearLastError()
+    {
+        $this->ready();
+        return parent::clearLastError();
+    }
+
+    public function eval($script, $args = [], $numKeys = 0)
+    {
+        $this->ready();
+        return parent::eval($script, $args, $numKeys);
+    }
+
+    public function getLastError()
+    {
+        $this->ready();
+        return parent::getLastError();
+    }
+}
+
+/** A lazy php-redis connection (LazyRedis) to the node at $addr. */
+function lazyNode(array $init, string $addr): LazyRedis
+{
+    return new LazyRedis($init, fn () => hostPort($addr));
+}
+
+/** A lazy php-redis connection (LazyRedis) to init's node, or to the primary its Sentinels name when it connects. */
+function redisFor(array $init): LazyRedis
 {
     if ($init['connect'] === 'sentinel') {
-        [$host, $port] = masterAddr($init);
-    } else {
-        [$host, $port] = hostPort($init['nodes'][0]['addr']);
+        sentinelUsable($init);
+        return new LazyRedis($init, fn () => masterAddr($init));
     }
-    return redisAt($init, $host, $port);
+    return lazyNode($init, $init['nodes'][0]['addr']);
+}
+
+/**
+ * The life of a PHP application's objects: under PHP-FPM (or mod_php)
+ * every HTTP request runs the application anew — its container builds the
+ * lock's store and the store's connection (and so asks the Sentinels
+ * again), and the end of the request closes the connection. With
+ * per_request, each acquire…release cycle is such a request: $build makes
+ * its objects at the acquire, $end closes them after the release, or after
+ * an acquire that did not get the lock. Without it — a long-running worker
+ * (a Messenger consumer, queue:work, Octane) — the objects $build made at
+ * the first call serve every call.
+ */
+final class Requests
+{
+    private mixed $shared = null;
+    /** @var array<string, array{0: mixed, 1: mixed}> lease token → [the lock that acquired it, its request] */
+    private array $held = [];
+
+    public function __construct(public readonly bool $perRequest, private \Closure $build, private \Closure $end) {}
+
+    /** The objects a new request builds (per_request), or the shared ones. */
+    public function open(): mixed
+    {
+        if (!$this->perRequest) {
+            return $this->shared ??= ($this->build)();
+        }
+        return ($this->build)();
+    }
+
+    /** Ends a request that holds nothing (an acquire that did not get the lock, or failed). */
+    public function close(mixed $request): void
+    {
+        if ($this->perRequest) {
+            ($this->end)($request);
+        }
+    }
+
+    public function hold(string $token, mixed $lock, mixed $request): void
+    {
+        $this->held[$token] = [$lock, $request];
+    }
+
+    /** [lock, request] of a lease this process acquired, or null. */
+    public function held(string $token): ?array
+    {
+        return $this->held[$token] ?? null;
+    }
+
+    /**
+     * After a release of the lease: the request ends (per_request) and the
+     * lease is forgotten; a long-running worker forgets it only once
+     * released, so a release that failed can be tried again on its lock.
+     */
+    public function released(string $token, mixed $request, bool $ok): void
+    {
+        if ($this->perRequest || $ok) {
+            unset($this->held[$token]);
+        }
+        $this->close($request);
+    }
 }

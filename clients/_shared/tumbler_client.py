@@ -42,6 +42,7 @@ class Session:
 
     def __init__(self):
         self.step_id = 0
+        self.steps = None  # the steps tumbler may stop at (init's "steps"); None: all
 
     @staticmethod
     def send(obj):
@@ -49,7 +50,10 @@ class Session:
         sys.stdout.flush()
 
     def step(self, name, key):
-        """Reports a step and waits for tumbler's continue."""
+        """Reports a step and waits for tumbler's continue (only a step
+        init's "steps" names, when it names them)."""
+        if self.steps is not None and name not in self.steps:
+            return
         self.step_id += 1
         self.send({"type": "step", "id": self.step_id, "step": name, "key": key})
         while True:
@@ -73,6 +77,7 @@ def serve(open_client):
         try:
             if req["type"] == "init":
                 handler = None
+                session.steps = req.get("steps")
                 handler = open_client(req, session)
                 rep = {"type": "ok", "library": handler.library}
             elif handler is None:

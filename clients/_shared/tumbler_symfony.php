@@ -8,7 +8,10 @@
 // createLockFromKey(new Key($name), $ttl, autoRelease: false) per acquire
 // (createLock does the same with a Key of its own; keeping the Key is what
 // Symfony offers to hand a lock on), acquire(false), refresh($ttl),
-// release(), getRemainingLifetime().
+// release(), getRemainingLifetime(). With per_request (the default), each
+// acquire…release cycle is one PHP-FPM request: the store and its
+// connections are built anew for it, as the application's container builds
+// them on every request (Requests in tumbler_client.php).
 
 namespace Tumbler;
 
@@ -133,15 +136,31 @@ final class ObservedStore implements SharedLockStoreInterface
     }
 }
 
+/** What one request of the application builds: the factory over its store, and the connections under it. */
+final class SymfonyRequest
+{
+    /** @param \Redis[] $conns */
+    public function __construct(public LockFactory $factory, public array $conns) {}
+
+    /** The request's end: PHP closes its (non-persistent) connections. */
+    public function end(): void
+    {
+        foreach ($this->conns as $r) {
+            try {
+                $r->close();
+            } catch (\Throwable $e) { // one never connected
+            }
+        }
+    }
+}
+
 final class SymfonyClient
 {
     public string $library;
-    private LockFactory $factory;
     private Journal $journal;
+    private Requests $requests;
     private ?float $ttl;
     private int $stores = 1;
-    /** @var array<string, Lock> token → the Lock that acquired it */
-    private array $locks = [];
 
     private const WHY = [
         'nodes' => 'the client symfony locks one node; symfony-combined is Symfony\'s CombinedStore over every node',
@@ -153,34 +172,45 @@ final class SymfonyClient
     public function __construct(array $init, Session $session, bool $combined)
     {
         requireLock($init, $combined ? ['nodes'] : ['node', 'sentinel'], self::WHY);
-        $o = options($init, ['ttl' => ABSENT, 'initial_ttl' => 300.0]);
+        $o = options($init, ['ttl' => ABSENT, 'initial_ttl' => 300.0, 'per_request' => true]);
         $this->ttl = $o['ttl'] === ABSENT ? $init['ttl_ms'] / 1000 : number($o, 'ttl', 0.0, true);
         $initial = number($o, 'initial_ttl');
-        $this->journal = new Journal();
-        if ($combined) {
-            $stores = [];
-            foreach ($init['nodes'] as $n) {
-                $stores[] = new ObservedStore(new RedisStore($this->nodeRedis($init, $n), $initial), $this->journal);
-            }
-            $store = new CombinedStore($stores, new ConsensusStrategy());
-            $this->stores = count($stores);
-        } else {
-            $store = new RedisStore(redisFor($init), $initial);
+        if ($init['connect'] === 'sentinel') {
+            sentinelUsable($init);
         }
-        $this->factory = new LockFactory(new ObservedStore($store, null, $session));
+        $this->journal = new Journal();
+        $this->stores = $combined ? count($init['nodes']) : 1;
+        $this->requests = new Requests(
+            boolean($o, 'per_request'),
+            fn () => $this->build($init, $session, $combined, $initial),
+            fn (SymfonyRequest $r) => $r->end(),
+        );
         $this->library = 'symfony/lock ' . debianVersion('php-symfony-lock') . ' (php-redis ' . phpversion('redis') . ')';
     }
 
-    /** One node of a CombinedStore: a node that does not answer now is one of its failures, not a reason to refuse the run. */
-    private function nodeRedis(array $init, array $node): \Redis
+    /**
+     * The factory and store an application builds from its lock DSN(s):
+     * Symfony's StoreFactory makes each RedisStore's connection lazily
+     * (LazyRedis), so it connects — and, through Sentinel, finds the
+     * primary — at its first use, and tries again at each use until that
+     * succeeds; a CombinedStore (FrameworkBundle's for several DSNs) has
+     * one such store per node, and a node that does not answer is one of
+     * its failures.
+     */
+    private function build(array $init, Session $session, bool $combined, float $initial): SymfonyRequest
     {
-        [$host, $port] = hostPort($node['addr']);
-        try {
-            return redisAt($init, $host, $port);
-        } catch (\RedisException $e) {
-            log("node {$node['name']} ($host:$port) did not answer at init: " . $e->getMessage() . '; its store fails until the client restarts');
-            return new \Redis();
+        if ($combined) {
+            $conns = $stores = [];
+            foreach ($init['nodes'] as $n) {
+                $conns[] = $r = lazyNode($init, $n['addr']);
+                $stores[] = new ObservedStore(new RedisStore($r, $initial), $this->journal);
+            }
+            $store = new CombinedStore($stores, new ConsensusStrategy());
+        } else {
+            $conns = [$r = redisFor($init)];
+            $store = new RedisStore($r, $initial);
         }
+        return new SymfonyRequest(new LockFactory(new ObservedStore($store, null, $session)), $conns);
     }
 
     public function handle(array $req): array
@@ -199,14 +229,20 @@ final class SymfonyClient
 
     private function acquire(string $name, int $waitMs): array
     {
-        $key = new Key($name);
-        $lock = $this->factory->createLockFromKey($key, $this->ttl, false);
-        if (!$this->attempt($lock, $waitMs)) {
-            $this->certain('not acquired: LockConflictedException (held by another owner, or no quorum)');
-            throw new Fail('not acquired: held by another owner (Lock::acquire returned false)');
+        $request = $this->requests->open();
+        try {
+            $key = new Key($name);
+            $lock = $request->factory->createLockFromKey($key, $this->ttl, false);
+            if (!$this->attempt($lock, $waitMs)) {
+                $this->certain('not acquired: LockConflictedException (held by another owner, or no quorum)');
+                throw new Fail('not acquired: held by another owner (Lock::acquire returned false)');
+            }
+        } catch (\Throwable $e) {
+            $this->requests->close($request);
+            throw $e;
         }
         $token = $key->getState(RedisStore::class);
-        $this->locks[$token] = $lock;
+        $this->requests->hold($token, $lock, $request);
         return ['type' => 'ok', 'lease' => $this->lease($token, $lock)];
     }
 
@@ -232,13 +268,16 @@ final class SymfonyClient
 
     private function release(string $name, string $token): array
     {
-        $lock = $this->locks[$token] ?? $this->restore($name, $token);
+        [$lock, $request] = $this->requests->held($token) ?? $this->restore($name, $token);
+        $ok = false;
         try {
             $lock->release();
+            $ok = true;
         } catch (LockReleasingException $e) {
             throw new Unknown(describe($e));
+        } finally {
+            $this->requests->released($token, $request, $ok);
         }
-        unset($this->locks[$token]);
         // Released as others see it once a majority of the stores deleted
         // (others can then take that majority); a CombinedStore says
         // nothing of the stores whose delete failed.
@@ -250,12 +289,17 @@ final class SymfonyClient
 
     private function extend(string $name, string $token, float $ttl): array
     {
-        $lock = $this->locks[$token] ?? $this->restore($name, $token);
+        $held = $this->requests->held($token);
+        [$lock, $request] = $held ?? $this->restore($name, $token);
         try {
             $lock->refresh($ttl);
         } catch (LockConflictedException $e) {
             $this->certain('not extended: LockConflictedException');
             throw new Fail('not extended: ' . describe($e) . ' (the lease is no longer held)');
+        } finally {
+            if ($held === null) { // a request of its own, as the lock's restore made
+                $this->requests->close($request);
+            }
         }
         return ['type' => 'ok', 'lease' => $this->lease($token, $lock)];
     }
@@ -269,16 +313,17 @@ final class SymfonyClient
     }
 
     /**
-     * A Lock for a lease a previous process of this client acquired.
-     * Symfony hands a lock to another process as its serialized Key (its
-     * resource, expiring time and state, Key::__sleep); the store's state
-     * is the lease's token, so the Key is rebuilt with it.
+     * [Lock, request] for a lease a previous process of this client
+     * acquired. Symfony hands a lock to another process as its serialized
+     * Key (its resource, expiring time and state, Key::__sleep); the
+     * store's state is the lease's token, so the Key is rebuilt with it.
      */
-    private function restore(string $name, string $token): Lock
+    private function restore(string $name, string $token): array
     {
+        $request = $this->requests->open();
         $key = new Key($name);
         $key->setState(RedisStore::class, $token);
-        return $this->factory->createLockFromKey($key, $this->ttl, false);
+        return [$request->factory->createLockFromKey($key, $this->ttl, false), $request];
     }
 
     /** The lease as Symfony tells it: its token, and its validity (getRemainingLifetime, judged on this process's wall clock) on CLOCK_MONOTONIC. */

@@ -10,7 +10,11 @@
 // PhpRedisLock; get() for one attempt, block($seconds) to wait,
 // release(), and RedisStore::restoreLock($name, $owner) — Laravel's way to
 // release a lock from another process — for a lease a previous process of
-// this client acquired.
+// this client acquired. With per_request (the default), each
+// acquire…release cycle is one PHP-FPM request: the RedisManager, its
+// connection (a new Sentinel lookup) and the store are built anew for it
+// and disconnected at its end, as Laravel does on every request (Requests
+// in tumbler_client.php).
 
 namespace Tumbler;
 
@@ -52,11 +56,9 @@ final class SentinelConnector extends PhpRedisConnector
 final class LaravelClient
 {
     public string $library;
-    private RedisStore $store;
+    private Requests $requests;
     private int $seconds;
     private int $sleepMs;
-    /** @var array<string, \Illuminate\Cache\Lock> owner → the lock that acquired it */
-    private array $locks = [];
 
     private const WHY = [
         'nodes' => "Laravel's lock works on one Redis connection; it has no Redlock over independent masters",
@@ -66,7 +68,7 @@ final class LaravelClient
     public function __construct(array $init, private Session $session)
     {
         requireLock($init, ['node', 'sentinel'], self::WHY);
-        $o = options($init, ['seconds' => ABSENT, 'sleep_milliseconds' => 250]);
+        $o = options($init, ['seconds' => ABSENT, 'sleep_milliseconds' => 250, 'per_request' => true]);
         $this->seconds = $o['seconds'] === ABSENT ? (int) ceil($init['ttl_ms'] / 1000) : $o['seconds'];
         if (!is_int($this->seconds) || $this->seconds < 0) {
             throw new InitError('options.seconds: ' . json_encode($o['seconds']) . ' must be a whole number of seconds, 0 or more (Laravel takes whole seconds; 0: no expiry)');
@@ -75,15 +77,37 @@ final class LaravelClient
         if (!is_int($this->sleepMs) || $this->sleepMs < 0) {
             throw new InitError('options.sleep_milliseconds: ' . json_encode($o['sleep_milliseconds']) . ' must be a whole number of milliseconds');
         }
-        $driver = 'phpredis';
-        $manager = new RedisManager(null, $driver, ['default' => $this->config($init)]);
         if ($init['connect'] === 'sentinel') {
-            masterAddr($init); // refuse what php-redis's RedisSentinel cannot do now, not at the first call
+            sentinelUsable($init); // refuse what php-redis's RedisSentinel cannot do now, not at the first call
+        }
+        $this->requests = new Requests(boolean($o, 'per_request'), fn () => $this->build($init), fn (RedisManager $m) => self::disconnect($m));
+        $this->library = 'illuminate/cache ' . debianVersion('php-illuminate-cache') . ' (PhpRedisLock, illuminate/redis ' . debianVersion('php-illuminate-redis') . ', php-redis ' . phpversion('redis') . ')';
+    }
+
+    /**
+     * The RedisManager a Laravel application's container makes (its
+     * connection is made at the first command, as Laravel resolves it).
+     */
+    private function build(array $init): RedisManager
+    {
+        $manager = new RedisManager(null, 'phpredis', ['default' => $this->config($init)]);
+        if ($init['connect'] === 'sentinel') {
             $manager->extend('tumbler-sentinel', fn () => new SentinelConnector($init));
             $manager->setDriver('tumbler-sentinel');
         }
-        $this->store = new RedisStore($manager, '', 'default');
-        $this->library = 'illuminate/cache ' . debianVersion('php-illuminate-cache') . ' (PhpRedisLock, illuminate/redis ' . debianVersion('php-illuminate-redis') . ', php-redis ' . phpversion('redis') . ')';
+        return $manager;
+    }
+
+    /** A request's end: its connections (those it made) are closed. */
+    private static function disconnect(RedisManager $manager): void
+    {
+        foreach ($manager->connections() ?? [] as $c) {
+            try {
+                $c->disconnect();
+            } catch (\Throwable $e) {
+                log('closing a connection at the end of a request: ' . describe($e));
+            }
+        }
     }
 
     /** The connection's config as a Laravel app writes it in config/database.php (Laravel 8 reads no ACL user: the password is given as [user, password], which php-redis's auth takes). */
@@ -126,7 +150,25 @@ final class LaravelClient
      */
     private function acquire(string $name, int $waitMs): array
     {
-        $lock = $this->store->lock($name, $this->seconds);
+        $manager = $this->requests->open();
+        try {
+            $lock = $this->attempt(new RedisStore($manager, '', 'default'), $name, $waitMs);
+        } catch (\Throwable $e) {
+            $this->requests->close($manager);
+            throw $e;
+        }
+        $owner = $lock->owner();
+        $this->requests->hold($owner, $lock, $manager);
+        // Laravel returned to its caller: nothing of the library runs
+        // between the SET's reply and here.
+        $this->session->step('granted', $name);
+        return ['type' => 'ok', 'lease' => ['token' => $owner]];
+    }
+
+    /** The lock, once get() or block() got it; Fail when they did not. */
+    private function attempt(RedisStore $store, string $name, int $waitMs): \Illuminate\Cache\Lock
+    {
+        $lock = $store->lock($name, $this->seconds);
         $lock->betweenBlockedAttemptsSleepFor($this->sleepMs);
         if ($waitMs <= 0) {
             $got = $lock->get();
@@ -140,22 +182,29 @@ final class LaravelClient
         if (!$got) {
             throw new Fail('not acquired: held by another owner (get() returned false)');
         }
-        // Laravel returned to its caller: nothing of the library runs
-        // between the SET's reply and here.
-        $this->session->step('granted', $name);
-        $owner = $lock->owner();
-        $this->locks[$owner] = $lock;
-        return ['type' => 'ok', 'lease' => ['token' => $owner]];
+        return $lock;
     }
 
     private function release(string $name, string $owner): array
     {
-        $lock = $this->locks[$owner] ?? $this->store->restoreLock($name, $owner);
-        if (!$lock->release()) {
+        [$lock, $manager] = $this->requests->held($owner) ?? $this->restore($name, $owner);
+        $ok = false;
+        try {
+            $ok = $lock->release();
+        } finally {
+            $this->requests->released($owner, $manager, $ok);
+        }
+        if (!$ok) {
             throw new Fail('not released: release() returned false (the key held another owner, or none)');
         }
-        unset($this->locks[$owner]);
         return ['type' => 'ok'];
+    }
+
+    /** [lock, request] for a lease a previous process of this client acquired: RedisStore::restoreLock, in a request of its own. */
+    private function restore(string $name, string $owner): array
+    {
+        $manager = $this->requests->open();
+        return [(new RedisStore($manager, '', 'default'))->restoreLock($name, $owner), $manager];
     }
 }
 

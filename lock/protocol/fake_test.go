@@ -66,35 +66,11 @@ func fakeClient() int {
 			continue
 		}
 		if typ == TypeAcquire || typ == TypeRelease {
-			switch mode {
-			case "garbage":
-				out.WriteString("hello, I am not JSON\n")
-				out.Flush()
-				continue
-			case "crash":
-				fmt.Fprintln(os.Stderr, "fake: dying on purpose")
-				return 7
-			case "hang":
-				time.Sleep(time.Hour)
-			case "unknown-type":
-				say(map[string]any{"in_reply_to": id, "type": "maybe"})
-				continue
-			case "wrong-id":
-				say(map[string]any{"in_reply_to": 999, "type": "ok"})
-				continue
-			case "no-lease":
-				say(map[string]any{"in_reply_to": id, "type": "ok"})
-				continue
-			case "step":
-				say(map[string]any{"type": "step", "id": 1, "step": "after-set", "key": key})
-				if !in.Scan() {
-					return 1
+			if done, code := misbehave(mode, id, key, in, out, say); done {
+				if code >= 0 {
+					return code
 				}
-				var c Request
-				if json.Unmarshal(in.Bytes(), &c) != nil || c.Type != TypeContinue || c.InReplyTo != 1 {
-					fmt.Fprintf(os.Stderr, "fake: want continue, got %q\n", in.Bytes())
-					return 1
-				}
+				continue
 			}
 		}
 		switch typ {
@@ -109,7 +85,19 @@ func fakeClient() int {
 			if mode == "valid" {
 				lease["valid_until_ns"] = history.Monotonic() + int64(500*time.Millisecond)
 			}
+			if mode == "slow-line" { // half the reply, then the rest after several of the harness's read deadlines
+				b, _ := json.Marshal(map[string]any{"in_reply_to": id, "type": "ok", "lease": lease})
+				out.Write(b[:len(b)/2])
+				out.Flush()
+				time.Sleep(70 * time.Millisecond)
+				out.Write(append(b[len(b)/2:], '\n'))
+				out.Flush()
+				continue
+			}
 			say(map[string]any{"in_reply_to": id, "type": "ok", "lease": lease})
+			if mode == "reply-exit" { // the reply, then gone before anyone read it
+				return 0
+			}
 		case TypeRelease:
 			lease, _ := req["lease"].(map[string]any)
 			if lease == nil || lease["token"] != held[key] {
@@ -123,6 +111,45 @@ func fakeClient() int {
 		}
 	}
 	return 0
+}
+
+// misbehave does what mode makes the fake do instead of answering request
+// id: done when it did something, with the fake's exit code (-1: it goes on).
+func misbehave(mode string, id any, key string, in *bufio.Scanner, out *bufio.Writer, say func(any)) (done bool, code int) {
+	switch mode {
+	case "garbage":
+		out.WriteString("hello, I am not JSON\n")
+		out.Flush()
+		return true, -1
+	case "crash":
+		fmt.Fprintln(os.Stderr, "fake: dying on purpose")
+		return true, 7
+	case "hang":
+		time.Sleep(time.Hour)
+	case "unknown-type":
+		say(map[string]any{"in_reply_to": id, "type": "maybe"})
+		return true, -1
+	case "wrong-id":
+		say(map[string]any{"in_reply_to": 999, "type": "ok"})
+		return true, -1
+	case "no-lease":
+		say(map[string]any{"in_reply_to": id, "type": "ok"})
+		return true, -1
+	case "step", "endless-steps":
+		for step := uint64(1); step == 1 || mode == "endless-steps"; step++ {
+			say(map[string]any{"type": "step", "id": step, "step": "after-set", "key": key})
+			if !in.Scan() {
+				return true, 1
+			}
+			var c Request
+			if json.Unmarshal(in.Bytes(), &c) != nil || c.Type != TypeContinue || c.InReplyTo != step {
+				fmt.Fprintf(os.Stderr, "fake: want continue, got %q\n", in.Bytes())
+				return true, 1
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	return false, 0
 }
 
 // countStart counts this fake's runs in its state directory.

@@ -91,6 +91,11 @@ type Init struct {
 	TLS           *access.TLS         `json:"tls,omitempty"`
 	ReadTimeoutMS int64               `json:"read_timeout_ms"`
 	Options       json.RawMessage     `json:"options,omitempty"`
+	// Steps, when present, are the only steps tumbler may stop the client
+	// at in this run (the ones its faults arm): the client reports those
+	// and skips the others, each of which would cost a round trip. Absent:
+	// report every step.
+	Steps *[]string `json:"steps,omitempty"`
 	Lock          *LockSettings       `json:"lock,omitempty"`
 }
 

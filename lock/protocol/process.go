@@ -1,7 +1,6 @@
 package protocol
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -74,18 +73,13 @@ type Process struct {
 type child struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
-	// out carries its stdout line by line, then one event with the error
-	// that ended it (io.EOF when it closed it).
-	out    chan event
-	gone   chan struct{} // closed when it is killed
+	// stdout is read by the call in flight, with a deadline on each read,
+	// so a reply reaches the caller with no goroutine in between.
+	stdout *os.File
+	lines  *lineReader
 	exited chan struct{} // closed once it exited and was reaped
 	status string        // how it exited (after exited)
 	kill   sync.Once
-}
-
-type event struct {
-	line []byte
-	err  error
 }
 
 // Start runs the program and initialises it. An error says why it could
@@ -167,9 +161,9 @@ func (p *Process) Close() error {
 		select {
 		case <-c.exited:
 		case <-time.After(time.Second):
-			c.terminate()
-			<-c.exited
 		}
+		c.terminate()
+		<-c.exited
 	}
 	err := p.clock.Close()
 	if p.clockDir != "" {
@@ -235,32 +229,27 @@ func (p *Process) spawn() (*child, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client %s: %w", p.cfg.Name, err)
 	}
-	stdout, err := cmd.StdoutPipe()
+	// Its stdout is a pipe of our own rather than StdoutPipe, whose reading
+	// end Wait closes: the reply a program wrote just before it exited must
+	// still be read.
+	stdout, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("client %s: %w", p.cfg.Name, err)
 	}
-	if err := cmd.Start(); err != nil {
+	cmd.Stdout = w
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		stdout.Close()
 		return nil, fmt.Errorf("client %s: start %s: %w", p.cfg.Name, strings.Join(p.cfg.Command, " "), err)
 	}
-	c := &child{cmd: cmd, stdin: stdin, out: make(chan event, 16), gone: make(chan struct{}), exited: make(chan struct{})}
-	go c.read(stdout)
+	c := &child{cmd: cmd, stdin: stdin, stdout: stdout, lines: newLineReader(stdout, stdout), exited: make(chan struct{})}
+	go c.reap()
 	return c, nil
 }
 
-// read passes the program's stdout on line by line, then reaps it.
-func (c *child) read(stdout io.Reader) {
-	r := bufio.NewReaderSize(stdout, 64<<10)
-	for {
-		line, err := readLine(r)
-		ev := event{line: line, err: err}
-		select {
-		case c.out <- ev:
-		case <-c.gone: // nobody listens any more; drain until it ends
-		}
-		if err != nil {
-			break
-		}
-	}
+// reap waits for the program to exit.
+func (c *child) reap() {
 	werr := c.cmd.Wait()
 	c.status = "exited normally"
 	if werr != nil {
@@ -269,33 +258,12 @@ func (c *child) read(stdout io.Reader) {
 	close(c.exited)
 }
 
-// readLine reads one line without its newline; a line over MaxLine is an error.
-func readLine(r *bufio.Reader) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := r.ReadSlice('\n')
-		line = append(line, chunk...)
-		if len(line) > MaxLine {
-			return nil, fmt.Errorf("a line longer than %d bytes", MaxLine)
-		}
-		switch {
-		case err == nil:
-			return line[:len(line)-1], nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case errors.Is(err, io.EOF) && len(line) > 0:
-			return nil, fmt.Errorf("a last line without its newline: %q", clip(line))
-		default:
-			return nil, err
-		}
-	}
-}
-
-// terminate kills the program (only it: its process group is its worker's).
+// terminate kills the program (only it: its process group is its
+// worker's) and stops reading it; it is how every child ends.
 func (c *child) terminate() {
 	c.kill.Do(func() {
-		close(c.gone)
 		_ = c.cmd.Process.Kill()
+		c.stdout.Close()
 	})
 }
 
@@ -368,30 +336,22 @@ func (p *Process) do(ctx context.Context, req Request, hook lock.StepHook) (Repl
 // count against the client.
 func (p *Process) await(c *child, req Request, bound time.Duration, hook lock.StepHook, ctx context.Context) (Reply, error) {
 	const tick = 20 * time.Millisecond
-	t := time.NewTicker(tick)
-	defer t.Stop()
 	awake, last := time.Duration(0), time.Now()
 	for {
-		select {
-		case ev := <-c.out:
-			if ev.err != nil {
-				if !errors.Is(ev.err, io.EOF) {
-					c.terminate()
-				}
-				select { // it closed its stdout: give it a moment to exit
-				case <-c.exited:
-				case <-time.After(time.Second):
-				}
-				p.drop(c)
-				<-c.exited
-				why := "closed its stdout"
-				if !errors.Is(ev.err, io.EOF) {
-					why = ev.err.Error()
-				}
-				return Reply{}, p.fault(req, nil, fmt.Errorf("%s (%s); its stderr ends: %s", why, c.status, p.tail.last()))
-			}
-			line := ev.line
-			var rep Reply
+		line, err := c.lines.next(time.Now().Add(tick))
+		now := time.Now()
+		gap := now.Sub(last)
+		last = now
+		if gap > 5*tick { // the harness itself was stopped meanwhile
+			gap = tick
+		}
+		awake += gap
+		timeout := errors.Is(err, os.ErrDeadlineExceeded)
+		if err != nil && !timeout {
+			return Reply{}, p.ended(c, req, err)
+		}
+		var rep Reply
+		if !timeout {
 			if err := json.Unmarshal(line, &rep); err != nil {
 				p.drop(c)
 				return Reply{}, p.fault(req, line, fmt.Errorf("not a JSON object: %v", err))
@@ -403,29 +363,45 @@ func (p *Process) await(c *child, req Request, bound time.Duration, hook lock.St
 			if rep.Type != TypeStep {
 				return rep, nil
 			}
-			if hook != nil {
-				if err := hook(ctx, rep.Step); err != nil {
-					p.drop(c) // the client crashed at its step
-					return Reply{}, err
-				}
-			}
-			last = time.Now() // a pause at the step is not the client's time
-			if err := c.send(Request{Type: TypeContinue, InReplyTo: rep.ID}); err != nil {
-				p.drop(c)
-				return Reply{}, p.fault(req, nil, fmt.Errorf("write continue: %w", err))
-			}
-		case now := <-t.C:
-			gap := now.Sub(last)
-			last = now
-			if gap > 5*tick { // the harness itself was stopped meanwhile
-				gap = tick
-			}
-			if awake += gap; awake >= bound {
-				p.drop(c)
-				return Reply{}, p.fault(req, nil, fmt.Errorf("no reply within %v (the call's budget plus a grace of %v): killed", bound.Round(time.Millisecond), p.cfg.Grace))
+		}
+		if awake >= bound { // silence, or steps without end
+			p.drop(c)
+			return Reply{}, p.fault(req, nil, fmt.Errorf("no reply within %v (the call's budget plus a grace of %v): killed", bound.Round(time.Millisecond), p.cfg.Grace))
+		}
+		if timeout {
+			continue
+		}
+		if hook != nil {
+			if err := hook(ctx, rep.Step); err != nil {
+				p.drop(c) // the client crashed at its step
+				return Reply{}, err
 			}
 		}
+		last = time.Now() // a pause at the step is not the client's time
+		if err := c.send(Request{Type: TypeContinue, InReplyTo: rep.ID}); err != nil {
+			p.drop(c)
+			return Reply{}, p.fault(req, nil, fmt.Errorf("write continue: %w", err))
+		}
 	}
+}
+
+// ended is the fault of a program whose stdout ended (err: io.EOF when it
+// closed it) while req was in flight.
+func (p *Process) ended(c *child, req Request, err error) error {
+	if !errors.Is(err, io.EOF) {
+		c.terminate()
+	}
+	select { // it closed its stdout: give it a moment to exit
+	case <-c.exited:
+	case <-time.After(time.Second):
+	}
+	p.drop(c)
+	<-c.exited
+	why := "closed its stdout"
+	if !errors.Is(err, io.EOF) {
+		why = err.Error()
+	}
+	return p.fault(req, nil, fmt.Errorf("%s (%s); its stderr ends: %s", why, c.status, p.tail.last()))
 }
 
 // drop kills c and forgets it: the next call starts the program again.

@@ -93,6 +93,7 @@ func TestFailurePaths(t *testing.T) {
 		{"garbage", []string{"not a JSON object", "hello, I am not JSON"}},
 		{"crash", []string{"exit status 7", "dying on purpose"}},
 		{"hang", []string{"no reply within", "killed"}},
+		{"endless-steps", []string{"no reply within", "killed"}},
 		{"unknown-type", []string{`unknown reply type "maybe"`}},
 		{"wrong-id", []string{"a reply to request 999 while request 2 is in flight"}},
 		{"no-lease", []string{`an ok acquire without "lease"`}},
@@ -118,6 +119,42 @@ func TestFailurePaths(t *testing.T) {
 				t.Fatalf("the client ran %d times, want 2 (one restart)", len(n))
 			}
 		})
+	}
+}
+
+// TestReplyInPieces: a reply written in two parts, the second after several
+// of the harness's read deadlines (20 ms each) passed, is read whole.
+func TestReplyInPieces(t *testing.T) {
+	p, _ := startFake(t, "slow-line", 0)
+	prim, _ := p.Primitive(fakeKey)
+	lease, err := prim.(lock.Locker).Acquire(ctxFor(t, time.Second))
+	if err != nil || lease.Value != "tok1" || lease.Token != 1 {
+		t.Fatalf("acquire whose reply came in two pieces 70 ms apart: %+v, %v; want the lease tok1, fence 1", lease, err)
+	}
+}
+
+// TestReplyThenExit: the reply a client wrote just before it exited is
+// still read, and the next call starts it again.
+func TestReplyThenExit(t *testing.T) {
+	p, state := startFake(t, "reply-exit", 0)
+	prim, _ := p.Primitive(fakeKey)
+	l := prim.(lock.Locker)
+	if _, err := l.Acquire(ctxFor(t, time.Second)); err != nil {
+		t.Fatalf("acquire from a client that exits after its reply: %v", err)
+	}
+	p.mu.Lock()
+	c := p.cur
+	p.mu.Unlock()
+	select {
+	case <-c.exited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the client did not exit after its reply")
+	}
+	if _, err := l.Acquire(ctxFor(t, time.Second)); err != nil {
+		t.Fatalf("acquire after the client exited: %v", err)
+	}
+	if n, _ := os.ReadDir(state); len(n) != 2 {
+		t.Fatalf("the client ran %d times, want 2 (restarted once it had exited)", len(n))
 	}
 }
 

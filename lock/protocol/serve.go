@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -39,8 +40,8 @@ const safety = 30 * time.Second
 // speak the protocol (`tumbler client serve`), which tests the protocol
 // against the same locks run in-process.
 func Serve(in io.Reader, out io.Writer, open Opener) error {
-	s := &server{r: bufio.NewReaderSize(in, 64<<10), w: bufio.NewWriter(out), prims: map[string][2]lock.Primitive{}, leases: map[string]lock.Lease{}}
-	line, err := readLine(s.r)
+	s := &server{r: newLineReader(in, nil), w: bufio.NewWriter(out), prims: map[string][2]lock.Primitive{}, leases: map[string]lock.Lease{}}
+	line, err := s.r.next(time.Time{})
 	if err != nil {
 		return fmt.Errorf("protocol: no init: %w", err)
 	}
@@ -63,7 +64,7 @@ func Serve(in io.Reader, out io.Writer, open Opener) error {
 		return err
 	}
 	for {
-		line, err := readLine(s.r)
+		line, err := s.r.next(time.Time{})
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
@@ -81,7 +82,7 @@ func Serve(in io.Reader, out io.Writer, open Opener) error {
 }
 
 type server struct {
-	r    *bufio.Reader
+	r    *lineReader
 	w    *bufio.Writer
 	wmu  sync.Mutex
 	open Opened
@@ -108,12 +109,15 @@ func (s *server) reply(r Reply) error {
 // hook reports a step and waits for the harness to let the client go on.
 func (s *server) hook(key string) lock.StepHook {
 	return func(_ context.Context, step string) error {
+		if s.init.Steps != nil && !slices.Contains(*s.init.Steps, step) {
+			return nil
+		}
 		s.steps++
 		id := s.steps
 		if err := s.reply(Reply{Type: TypeStep, ID: id, Step: step, Key: key}); err != nil {
 			return err
 		}
-		line, err := readLine(s.r)
+		line, err := s.r.next(time.Time{})
 		if err != nil {
 			return fmt.Errorf("protocol: waiting for continue: %w", err)
 		}

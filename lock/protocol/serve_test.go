@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -88,4 +89,40 @@ func TestServeLostReply(t *testing.T) {
 
 func isUnknown(err error) bool {
 	return errors.Is(err, lock.ErrUnknown)
+}
+
+// TestServeOnlyTheArmableSteps: the Go client reports a step only when its
+// init's "steps" names it (single reports "granted" inside every acquire).
+func TestServeOnlyTheArmableSteps(t *testing.T) {
+	srv := redistest.Start(t, 1)[0]
+	for _, tc := range []struct {
+		steps *[]string
+		want  int
+	}{{nil, 1}, {&[]string{}, 0}, {&[]string{"other"}, 0}, {&[]string{lock.StepGranted}, 1}} {
+		key := locktest.Key(t)
+		p, err := Start(Config{
+			Name: "go-single", Command: []string{os.Args[0]}, Env: []string{serveEnv + "=1", "GORACE=atexit_sleep_ms=0"},
+			Init: Init{Kind: KindLock, Keys: []string{key}, TTLMS: 1000, Connect: ConnectNode,
+				Nodes: []Node{{Name: "n1", Addr: srv.Addr}}, ReadTimeoutMS: 1000, Steps: tc.steps},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := 0
+		prim, _ := p.Primitive(key, lock.WithHook(func(context.Context, string) error { seen++; return nil }))
+		l := prim.(lock.Locker)
+		lease, err := l.Acquire(locktest.Context(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = l.Release(locktest.Context(t), lease)
+		p.Close()
+		if seen != tc.want {
+			label := "absent"
+			if tc.steps != nil {
+				label = fmt.Sprint(*tc.steps)
+			}
+			t.Errorf("steps %s: the hook saw %d steps, want %d", label, seen, tc.want)
+		}
+	}
 }
