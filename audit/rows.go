@@ -13,10 +13,13 @@ const (
 	laravelLockFailover
 	recipeGetSetSkew
 	redlockClockJump
+	redlockDriftBeyondFactor
+	redlockDriftWithinFactor
 	redlockRestartAOFAlways
 	redlockRestartEmpty
 	redisPyFailover
 	redsyncRestartEmpty
+	rueidislockNodeClockAhead
 	sentinelSplitBrain
 	sentinelSplitBrainMinReplicas
 	singleFailover
@@ -35,10 +38,13 @@ var rowNames = [numRows]string{
 	laravelLockFailover:           "laravel-lock-failover",
 	recipeGetSetSkew:              "recipe-getset-skew",
 	redlockClockJump:              "redlock-clock-jump",
+	redlockDriftBeyondFactor:      "redlock-drift-beyond-factor",
+	redlockDriftWithinFactor:      "redlock-drift-within-factor",
 	redlockRestartAOFAlways:       "redlock-restart-aof-always",
 	redlockRestartEmpty:           "redlock-restart-empty",
 	redisPyFailover:               "redis-py-failover",
 	redsyncRestartEmpty:           "redsync-restart-empty",
+	rueidislockNodeClockAhead:     "rueidislock-node-clock-ahead",
 	sentinelSplitBrain:            "sentinel-split-brain",
 	sentinelSplitBrainMinReplicas: "sentinel-split-brain-min-replicas",
 	singleFailover:                "single-failover",

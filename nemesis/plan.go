@@ -111,6 +111,14 @@ type Step struct {
 	// Client steps: the lock step's name, and how long step-pause stops.
 	LockStep string `json:"step,omitempty"`
 	Pause    Span   `json:"pause,omitzero"`
+
+	// Clock rates (drift, client-drift): the pace of the target's clock
+	// against the host's (1.5: half as fast again; 0.5: half as fast).
+	Rate float64 `json:"rate,omitempty"`
+
+	// A starved client (client-starve): the share of every period it runs.
+	Share  float64 `json:"share,omitempty"`
+	Period Span    `json:"period,omitzero"`
 }
 
 // DecodePlan reads a plan from JSON, refusing unknown fields (a misspelt
