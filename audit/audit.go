@@ -48,7 +48,7 @@ const DefaultTTL = 10 * time.Second
 type Finding struct {
 	// Check names what was looked at: persistence, failover-writes,
 	// sentinel-timing, eviction, refused-writes, replica-persistence,
-	// clock, cluster, sentinel-quorum.
+	// clock, clock-rate, cluster, sentinel-quorum.
 	Check string `json:"check"`
 	// Node is where it was read ("" for the deployment as a whole).
 	Node string `json:"node,omitempty"`
@@ -107,6 +107,9 @@ func Run(ctx context.Context, d Deployment) (Report, error) {
 		}
 		a.sentinels = append(a.sentinels, s)
 	}
+	if err := a.readRates(ctx); err != nil {
+		return Report{}, err
+	}
 	a.judge()
 	return a.rep, nil
 }
@@ -135,6 +138,8 @@ type nodeState struct {
 	info       map[string]string
 	skew       time.Duration // the node's wall clock minus ours (at the midpoint of TIME)
 	rtt        time.Duration
+	at         time.Time // our clock at the midpoint of TIME
+	rate       clockRate // its pace against ours, from a second TIME
 }
 
 type sentinelState struct {
@@ -191,7 +196,8 @@ func (a *auditor) read(ctx context.Context, name, addr string) (nodeState, error
 		return n, a.fail(name, addr, err)
 	}
 	n.rtt = after.Sub(before)
-	n.skew = t.Sub(before.Add(n.rtt / 2))
+	n.at = before.Add(n.rtt / 2)
+	n.skew = t.Sub(n.at)
 	return n, nil
 }
 
@@ -240,6 +246,7 @@ func (a *auditor) judge() {
 		a.eviction(n)
 		a.refusedWrites(n)
 		a.clock(n, ttl)
+		a.clockRate(n, ttl)
 		if n.role == "master" && (replicated || clustered) {
 			a.failoverWrites(n)
 		}
@@ -355,12 +362,12 @@ func (a *auditor) clock(n nodeState, ttl time.Duration) {
 	skew := n.skew
 	setting := fmt.Sprintf("wall clock %+.1f ms from the auditor's (±%.1f ms round trip); monotonic clock: %s", float64(skew)/1e6, float64(n.rtt)/1e6, cmpOr(n.info["monotonic_clock"], "not reported"))
 	risky := math.Abs(float64(skew)) > float64(drift+n.rtt)
-	why := "Redis expires a key by its own wall clock: a clock that jumps forward expires every lock early. This clock agrees with the auditor's within the drift a lock allows (TTL×1% + 2 ms); keep it on NTP slewing, not stepping"
+	why := "Redis expires a key by its own wall clock: a clock that jumps forward expires every lock early, and one ahead of a client's by more than the TTL makes a lock that sets an absolute expiry from the client's clock (rueidislock's SET NX PXAT) grant without storing anything. This clock agrees with the auditor's within the drift a lock allows (TTL×1% + 2 ms); keep it on NTP slewing, not stepping"
 	if risky {
-		why = fmt.Sprintf("this clock is %v off the auditor's, more than the drift a lock with TTL %v allows (%v): either clock is wrong, and Redis expires keys by its own wall clock, so a jump forward expires every lock early", skew.Round(time.Millisecond), ttl, drift)
+		why = fmt.Sprintf("this clock is %v off the auditor's, more than the drift a lock with TTL %v allows (%v): either clock is wrong, and Redis expires keys by its own wall clock, so a jump forward expires every lock early, and a clock ahead of a client's by more than the TTL makes SET NX PXAT from the client's clock grant without storing anything", skew.Round(time.Millisecond), ttl, drift)
 	}
 	a.add(Finding{Check: "clock", Node: n.name, Risky: risky, Setting: setting, Why: why,
-		Rows: rows(redlockClockJump, recipeGetSetSkew)})
+		Rows: rows(redlockClockJump, rueidislockNodeClockAhead, recipeGetSetSkew)})
 }
 
 func (a *auditor) sentinelTiming(ttl time.Duration) {

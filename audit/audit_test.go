@@ -11,6 +11,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/access"
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/internal/clockshim"
 )
 
 func start(t *testing.T, spec cluster.Spec) *cluster.Cluster {
@@ -143,6 +144,36 @@ func TestAuditCannotRead(t *testing.T) {
 	d.Nodes["n2"] = "127.0.0.1:1"
 	if _, err := Run(context.Background(), d); !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "n2") {
 		t.Fatalf("closed port: %v", err)
+	}
+}
+
+// A node whose clock runs 20 % fast is named with the drift rows; one at
+// the host's pace is measured and not risky.
+func TestAuditClockRate(t *testing.T) {
+	topo, _ := cluster.ParseTopology("independent:2")
+	c := start(t, cluster.Spec{Topology: topo, Clock: true})
+	if err := c.SetClockDrift("n1", clockshim.Rate(1.2, clockshim.Mono())); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), deployment(t, c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := findings(rep, "clock-rate")
+	if len(fs) != 2 {
+		t.Fatalf("clock-rate findings: %+v", fs)
+	}
+	for _, f := range fs {
+		switch f.Node {
+		case "n1":
+			if !f.Risky || !slices.Contains(f.Rows, "redlock-drift-beyond-factor") || !strings.Contains(f.Setting, "runs at 1.2") {
+				t.Errorf("n1 at 1.2×: %+v", f)
+			}
+		case "n2":
+			if f.Risky || !strings.Contains(f.Setting, "runs at 1.00") {
+				t.Errorf("n2 at the host's pace: %+v", f)
+			}
+		}
 	}
 }
 

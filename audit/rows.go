@@ -15,10 +15,13 @@ const (
 	laravelLockFailover
 	recipeGetSetSkew
 	redlockClockJump
+	redlockDriftBeyondFactor
+	redlockDriftWithinFactor
 	redlockRestartAOFAlways
 	redlockRestartEmpty
 	redisPyFailover
 	redsyncRestartEmpty
+	rueidislockNodeClockAhead
 	refusedWritesRelease
 	sentinelSplitBrain
 	sentinelSplitBrainMinReplicas
@@ -40,10 +43,13 @@ var rowNames = [numRows]string{
 	laravelLockFailover:           "laravel-lock-failover",
 	recipeGetSetSkew:              "recipe-getset-skew",
 	redlockClockJump:              "redlock-clock-jump",
+	redlockDriftBeyondFactor:      "redlock-drift-beyond-factor",
+	redlockDriftWithinFactor:      "redlock-drift-within-factor",
 	redlockRestartAOFAlways:       "redlock-restart-aof-always",
 	redlockRestartEmpty:           "redlock-restart-empty",
 	redisPyFailover:               "redis-py-failover",
 	redsyncRestartEmpty:           "redsync-restart-empty",
+	rueidislockNodeClockAhead:     "rueidislock-node-clock-ahead",
 	refusedWritesRelease:          "refused-writes-release",
 	sentinelSplitBrain:            "sentinel-split-brain",
 	sentinelSplitBrainMinReplicas: "sentinel-split-brain-min-replicas",

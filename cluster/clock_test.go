@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/tumbler-dev/tumbler/internal/clockshim"
 )
 
 // skew is the node's TIME minus the host's wall clock.
@@ -90,7 +92,13 @@ func TestClockShimShiftsExpiryAndTime(t *testing.T) {
 // BenchmarkClockShim compares redis-server throughput with the shim loaded
 // (offset 0) against a plain redis-server, alternating within each
 // iteration; shim/plain is the throughput ratio (target ≥ 0.9).
-func BenchmarkClockShim(b *testing.B) {
+func BenchmarkClockShim(b *testing.B) { benchClockShim(b, false) }
+
+// BenchmarkClockShimDrift is BenchmarkClockShim with the shim's clock
+// running at 1.5× (every clock read also reads the monotonic clock).
+func BenchmarkClockShimDrift(b *testing.B) { benchClockShim(b, true) }
+
+func benchClockShim(b *testing.B, drift bool) {
 	p, err := NewProcessProvider()
 	if err != nil {
 		b.Fatal(err)
@@ -104,6 +112,11 @@ func BenchmarkClockShim(b *testing.B) {
 	shimAddr, err := p.Start(ctx, ProcSpec{Name: "shim", Dir: b.TempDir(), Clock: true})
 	if err != nil {
 		b.Fatal(err)
+	}
+	if drift {
+		if err := p.SetClockDrift("shim", clockshim.Rate(1.5, clockshim.Mono())); err != nil {
+			b.Fatal(err)
+		}
 	}
 	const conns, rounds, batch = 8, 20, 100
 	load := func(addr string) time.Duration {
@@ -150,4 +163,68 @@ func BenchmarkClockShim(b *testing.B) {
 	ops := float64(b.N * conns * rounds * batch)
 	b.ReportMetric(ops/shim.Seconds(), "shim-ops/s")
 	b.ReportMetric(ops/plain.Seconds(), "plain-ops/s")
+}
+
+// TestClockShimRate runs a node's clock at 1.5× and at 0.5× of the host's,
+// then back at the host's pace, and reads the rate off TIME; the key a
+// fast clock expires early and a slow one keeps late.
+func TestClockShimRate(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, Spec{Topology: topo(t, "independent:2"), Clock: true})
+	ctx := testCtx(t, 30*time.Second)
+	n1, n2 := direct(t, c, "n1"), direct(t, c, "n2")
+	const window = 600 * time.Millisecond
+	rate := func(cl *redis.Client) float64 {
+		before := skew(t, cl)
+		time.Sleep(window)
+		return 1 + float64(skew(t, cl)-before)/float64(window)
+	}
+	if err := c.SetClockDrift("n1", clockshim.Rate(1.5, clockshim.Mono())); err != nil {
+		t.Fatal(err)
+	}
+	if r := rate(n1); math.Abs(r-1.5) > 0.05 {
+		t.Errorf("n1 runs at %.3f× the host's pace, want 1.5", r)
+	}
+	if r := rate(n2); math.Abs(r-1) > 0.05 {
+		t.Errorf("n2 runs at %.3f×, want 1 (only n1 drifts)", r)
+	}
+	for _, cl := range []*redis.Client{n1, n2} {
+		if err := cl.Set(ctx, "k", "v", time.Second).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(750 * time.Millisecond) // n1 counts 1.125 s, n2 0.75 s
+	if n := n1.Exists(ctx, "k").Val(); n != 0 {
+		t.Error("n1's clock runs at 1.5×, yet its PX 1000 key lived 750 ms of host time")
+	}
+	if n := n2.Exists(ctx, "k").Val(); n != 1 {
+		t.Error("n2's key of PX 1000 is gone after 750 ms at the host's pace")
+	}
+
+	if err := c.SetClockDrift("n1", clockshim.Rate(0.5, clockshim.Mono())); err != nil {
+		t.Fatal(err)
+	}
+	if r := rate(n1); math.Abs(r-0.5) > 0.05 {
+		t.Errorf("n1 runs at %.3f× after rate 0.5, want 0.5", r)
+	}
+	// The drift stacks on the offset and stops without a jump of its own
+	// beyond what it gained: the zero Drift puts the clock back on the host.
+	if err := c.SetClock("n1", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if d := skew(t, n1); !near(d, time.Hour, time.Second) {
+		t.Errorf("n1 with offset 1h and a slow drift is %v off", d)
+	}
+	if err := c.SetClockDrift("n1", clockshim.Drift{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetClock("n1", 0); err != nil {
+		t.Fatal(err)
+	}
+	if d := skew(t, n1); !near(d, 0, 50*time.Millisecond) {
+		t.Errorf("n1 is %v off once the offset and the drift are gone", d)
+	}
+	if r := rate(n1); math.Abs(r-1) > 0.05 {
+		t.Errorf("n1 runs at %.3f× with the drift gone, want 1", r)
+	}
 }

@@ -55,7 +55,8 @@
 //
 // Kill (SIGKILL), StartNode, Restart (with a Persistence mode and a delay),
 // Pause/Resume (SIGSTOP/SIGCONT), SetClock (wall-clock offset through the
-// clock shim, Spec.Clock), Promote (by hand, with watching Sentinels told),
+// clock shim, Spec.Clock), SetClockDrift (a wall clock at a rate, through
+// the same shim; a provider that can has CanDrift), Promote (by hand, with watching Sentinels told),
 // SentinelFailover, Primary and WaitFailover; in a Redis Cluster,
 // ClusterFailover (CLUSTER FAILOVER, FORCE, TAKEOVER), PrimaryOf (a
 // shard's primary now) and WaitFailover for a shard. Kill, StartNode, Restart,
@@ -81,7 +82,10 @@
 // gettimeofday and time by an offset read from a per-node file mapped into
 // memory, so SetClock takes effect at the node's next clock read; monotonic
 // clocks are untouched. Redis expires keys by gettimeofday, so a forward
-// jump expires that node's keys early.
+// jump expires that node's keys early. The same file carries a drift
+// (clockshim.Drift, written as one seqlocked snapshot), so SetClockDrift
+// makes the clock run at a rate: a node at 1.5× expires a key set for a TTL
+// after TTL/1.5 of the host's time.
 //
 // # Processes
 //

@@ -510,7 +510,7 @@ func (d *DockerProvider) pause(name string, pause bool) error {
 // the clock shim (tumbler's own has).
 func (d *DockerProvider) Controls() Controls {
 	if d.shim == "" {
-		return AllControls &^ CanClock
+		return AllControls &^ (CanClock | CanDrift)
 	}
 	return AllControls
 }
@@ -526,6 +526,18 @@ func (d *DockerProvider) SetClock(name string, offset time.Duration) error {
 		return err
 	}
 	return c.setClock(offset)
+}
+
+// SetClockDrift implements Provider through the same bind-mounted file.
+func (d *DockerProvider) SetClockDrift(name string, dr clockshim.Drift) error {
+	if d.shim == "" {
+		return fmt.Errorf("%w: image %s has no clock shim (tumbler's own image has)", Unsupported("clock rate on "+name, "docker"), d.image)
+	}
+	c, err := d.get(name)
+	if err != nil {
+		return err
+	}
+	return c.setDrift(dr)
 }
 
 // LogFile implements Provider: the log is in the bind-mounted directory.

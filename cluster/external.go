@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/tumbler-dev/tumbler/internal/clockshim"
 )
 
 // ExternalProvider adopts a running deployment described by an
@@ -229,6 +231,12 @@ func (e *ExternalProvider) pauseResume(name string, pause bool) error {
 	e.paused[name] = pause
 	e.mu.Unlock()
 	return nil
+}
+
+// SetClockDrift implements Provider: the clock hook takes an offset, not a
+// rate, so an external deployment cannot drift a clock.
+func (e *ExternalProvider) SetClockDrift(name string, _ clockshim.Drift) error {
+	return unsupportedExternal("clock rate on "+name, "the clock hook sets an offset, not a rate")
 }
 
 // SetClock implements Provider with the clock hook.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tumbler-dev/tumbler/internal/clockshim"
 	"github.com/tumbler-dev/tumbler/internal/wait"
 )
 
@@ -324,6 +325,23 @@ func (c *Cluster) SetClock(name string, offset time.Duration) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return c.prov.SetClock(name, offset)
+}
+
+// SetClockDrift makes a data node's wall clock drift by d besides its
+// offset, so it runs at a rate (clockshim.Rate); the zero Drift stops it.
+// It takes effect at the node's next clock read and stays across restarts
+// of the node. Needs Spec.Clock and a provider that can (CanDrift).
+func (c *Cluster) SetClockDrift(name string, d clockshim.Drift) error {
+	n, err := c.node("set clock rate", name, true)
+	if err != nil {
+		return err
+	}
+	if !c.spec.Clock {
+		return fmt.Errorf("set clock rate of %s: the cluster was started without Spec.Clock, so no clock shim is loaded", name)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return c.prov.SetClockDrift(name, d)
 }
 
 // readValue reads a key of any type: a string's value, "" for a key of

@@ -374,6 +374,15 @@ func (p *ProcessProvider) SetClock(name string, offset time.Duration) error {
 	return pr.setClock(offset)
 }
 
+// SetClockDrift implements Provider.
+func (p *ProcessProvider) SetClockDrift(name string, d clockshim.Drift) error {
+	pr, err := p.get(name)
+	if err != nil {
+		return err
+	}
+	return pr.setDrift(d)
+}
+
 // LogFile implements Provider.
 func (p *ProcessProvider) LogFile(name string) string {
 	pr, err := p.get(name)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/access"
+	"github.com/tumbler-dev/tumbler/internal/clockshim"
 )
 
 // ErrUnsupported is wrapped by every error for a fault or control that a
@@ -42,6 +43,8 @@ const (
 	// CanPersist: Start a data node in another persistence mode than the
 	// one it runs (ProcSpec.Args).
 	CanPersist
+	// CanDrift: SetClockDrift on the data nodes (a clock at a rate).
+	CanDrift
 	// CanConfig: change a data node's settings while it runs — its memory
 	// limit and eviction policy, where it saves, whom it replicates from —
 	// with CONFIG SET and REPLICAOF through the harness's admin connection
@@ -52,13 +55,13 @@ const (
 	CanConfig
 
 	// AllControls is every control.
-	AllControls = CanKill | CanWipe | CanPause | CanClock | CanPersist | CanConfig
+	AllControls = CanKill | CanWipe | CanPause | CanClock | CanPersist | CanDrift | CanConfig
 )
 
 var controlNames = []struct {
 	c    Controls
 	name string
-}{{CanKill, "kill/start"}, {CanWipe, "wipe"}, {CanPause, "pause/resume"}, {CanClock, "clock"}, {CanPersist, "persistence"}, {CanConfig, "config"}}
+}{{CanKill, "kill/start"}, {CanWipe, "wipe"}, {CanPause, "pause/resume"}, {CanClock, "clock"}, {CanPersist, "persistence"}, {CanDrift, "clock rate"}, {CanConfig, "config"}}
 
 // Has reports whether every control in x is in c.
 func (c Controls) Has(x Controls) bool { return c&x == x }
@@ -106,6 +109,9 @@ type Provider interface {
 	// SetClock shifts the process's wall clock by offset from the host's.
 	// Only processes started with ProcSpec.Clock can be shifted.
 	SetClock(name string, offset time.Duration) error
+	// SetClockDrift makes the process's wall clock drift by d besides its
+	// offset (the zero Drift: none), so it runs at a rate.
+	SetClockDrift(name string, d clockshim.Drift) error
 	// LogFile is the path of the process's Redis log on this machine, or
 	// "" if the provider keeps none.
 	LogFile(name string) string

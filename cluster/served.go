@@ -27,6 +27,16 @@ func (s *served) setClock(offset time.Duration) error {
 	return nil
 }
 
+func (s *served) setDrift(d clockshim.Drift) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.clk == nil {
+		return fmt.Errorf("set clock rate of %s: started without the clock shim", s.name)
+	}
+	s.clk.SetDrift(d)
+	return nil
+}
+
 func (s *served) logFile() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()

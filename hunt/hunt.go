@@ -60,6 +60,10 @@ type Options struct {
 	// invalid attempt with only other kinds is kept and listed, but the
 	// hunt goes on.
 	Want []checker.Kind
+	// After, when positive, counts as a find only an anomaly that came at
+	// least this long after the start of a fault it names (outcome.Late):
+	// a hunt like a row whose expectation has after_fault_start.
+	After time.Duration
 	// KeepGoing: go on after a find until the budget is spent.
 	KeepGoing bool
 	// KeepAll: keep the report directories of valid attempts too.
@@ -124,6 +128,7 @@ type Summary struct {
 	Template runner.Plan    `json:"template"`
 	Draw     runner.Draw    `json:"draw"`
 	Want     []checker.Kind `json:"want,omitempty"`
+	After    time.Duration  `json:"after_fault_start_ns,omitempty"`
 	Attempts []Attempt      `json:"attempts"`
 	// Tried is the number of attempts; FaultsApplied the faults they
 	// applied in all.
@@ -235,7 +240,7 @@ func Run(ctx context.Context, template runner.Plan, draw runner.Draw, o Options)
 		"kinds", draw.Kinds, "concurrency", draw.Concurrency, "budget", o.Budget, "want", o.Want)
 	h := &hunter{o: o, draw: draw, began: began, s: &Summary{
 		Name: o.Name, Dir: dir, Started: began, Budget: o.Budget, Template: template, Draw: draw,
-		Want: o.Want, First: -1, Attempts: []Attempt{},
+		Want: o.Want, After: o.After, First: -1, Attempts: []Attempt{},
 	}}
 	h.s.Template.Faults, h.s.Template.Seed = nil, 0
 	err = h.loop(ctx, first)
@@ -357,7 +362,7 @@ func (h *hunter) attempt(ctx context.Context, plan runner.Plan) (Attempt, error)
 			if !slices.Contains(a.Kinds, an.Kind) {
 				a.Kinds = append(a.Kinds, an.Kind)
 			}
-			if len(h.o.Want) == 0 || slices.Contains(h.o.Want, an.Kind) {
+			if (len(h.o.Want) == 0 || slices.Contains(h.o.Want, an.Kind)) && outcome.Late(&an, res.Faults, h.o.After) {
 				a.Found = true
 				if d := time.Duration(an.At); a.FirstAnomaly < 0 || d < a.FirstAnomaly {
 					a.FirstAnomaly = d

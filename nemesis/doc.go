@@ -58,6 +58,8 @@
 //	                 how a failover moves the primary, whether it cuts
 //	                 replication first, and how long it waits then
 //	step, pause      a lock step to arm, and how long step-pause stops
+//	rate             a clock's pace against the host's (drift, client-drift)
+//	share, period    the part of every period a starved client runs
 //	policy           the maxmemory-policy a memory fault fills a node
 //	                 under (strobe: how often it pushes it over)
 //	refusal          how refuse-writes makes a node refuse writes:
@@ -146,6 +148,25 @@
 //	      protected resource until the heal, as TCP would, for "for"
 //	    takes: clients, client, mode, direction; for > 0
 //	    needs: clients
+//	drift
+//	    runs nodes' wall clocks at "rate" times the host's pace for "for"
+//	      (the clock shim's drift: a node at 1.5 gains half a second a
+//	      second and expires keys after TTL/1.5), then steps them back to
+//	      the host's time; rates on one node add up
+//	    takes: nodes, node, rate; for > 0
+//	    needs: the clock shim, provider control clock, clock rate
+//	client-drift
+//	    runs clients' wall clocks at "rate" times the host's pace for "for",
+//	      then steps them back; rates on one client add up
+//	    takes: clients, client, rate; for > 0
+//	    needs: clients
+//	client-starve
+//	    starves client processes for "for": every "period" they run for
+//	      "share" of it and are stopped (SIGSTOP) for the rest, so what
+//	      falls due meanwhile — a renewal — runs late while the holder
+//	      keeps working; stops of one client are counted with client-pause's
+//	    takes: clients, client, share, period; for > 0
+//	    needs: clients, process clients
 //	memory
 //	    fills primaries up to a memory limit just above what they used
 //	      (CONFIG SET maxmemory) under maxmemory-policy "policy", with keys
@@ -216,8 +237,8 @@
 // without replicas, no clients, clients in process mode, data nodes
 // without the clock shim, or a provider that lacks a node control
 // (cluster.Controls: kill/start, wipe, pause/resume, clock, persistence,
-// config; an external deployment has only the controls it has hooks for,
-// and config when its file allows it). A kind may refuse a step a setup
+// clock rate, config; an external deployment has only the controls it has
+// hooks for, and config when its file allows it). A kind may refuse a step a setup
 // cannot take on its own terms (readonly where Sentinels would act on a
 // demoted primary), and then draws no such step. The provider answers
 // for itself (cluster.Provider.Controls); a Setup without a provider — a
@@ -230,8 +251,10 @@
 // Faults compose where the target can take it. A link can carry several
 // link faults: per direction the most recent cut and the most recent delay
 // apply, and healing one fault leaves the others in place. Clock offsets of
-// faults on one node or client add up. Pauses of one node, pauses of one
-// client and the gate of client-partition are counted: the target resumes,
+// faults on one node or client add up, and so do their drifts (each heal
+// takes away what its own drift gained). Pauses of one node, pauses of one
+// client (client-pause, the stopped parts of client-starve, step-pause)
+// and the gate of client-partition are counted: the target resumes,
 // or its gate opens, when the last of them heals. What cannot compose is
 // refused, by Validate where the plan shows it and by Run otherwise (the
 // step's start record carries the error): two of kill, restart and pause on
@@ -282,7 +305,10 @@
 // grant and before its holder releases, and another client can gather a
 // majority from the freed node and the ones the cut kept from the lease. Clock jumps
 // go mostly forward, past the TTL more often than not, on one node or
-// several; failovers aimed at a grant mostly cut replication first; kills
+// several; drifts last a few TTLs, two thirds of them fast, and aimed at a
+// lock on a majority run a whole majority's clocks; a starved client (the
+// holder, aimed at the lock) runs 5–30 % of periods of half a TTL to two;
+// failovers aimed at a grant mostly cut replication first; kills
 // and restarts draw each persistence mode unless the run fixed one. The
 // same seed, mix and options give the same plan.
 package nemesis

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/internal/clockshim"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
 
@@ -29,6 +30,9 @@ type Cluster interface {
 	Pause(name string) error
 	Resume(name string) error
 	SetClock(name string, offset time.Duration) error
+	// SetClockDrift makes a node's clock drift by d besides its offset
+	// (clockshim.Drift: a clock at a rate; the zero Drift: none).
+	SetClockDrift(name string, d clockshim.Drift) error
 	Primary(ctx context.Context) (string, error)
 	// ProviderName and Controls name the cluster's provider and list the
 	// node controls it can carry out.
@@ -64,6 +68,9 @@ type Clients interface {
 	Resume(i int) error
 	// SetClockOffset sets client i's wall clock to host time + d.
 	SetClockOffset(i int, d time.Duration) error
+	// SetClockDrift makes client i's wall clock drift by d besides its
+	// offset.
+	SetClockDrift(i int, d clockshim.Drift) error
 	// ArmStep makes client i perform action when it next reaches the named
 	// lock step; the zero action disarms it.
 	ArmStep(i int, step string, action workloads.StepAction) error

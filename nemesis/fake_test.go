@@ -12,6 +12,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/internal/clockshim"
 	"github.com/tumbler-dev/tumbler/internal/wait"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
@@ -262,6 +263,12 @@ func (f *fakeCluster) SetClock(name string, d time.Duration) error {
 	return f.log("clock %s %v", name, d)
 }
 
+func (f *fakeCluster) SetClockDrift(name string, d clockshim.Drift) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.log("drift %s %g", name, 1+d.Slope)
+}
+
 func (f *fakeCluster) Primary(context.Context) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -339,6 +346,9 @@ func (c *fakeClients) Pause(i int) error  { return c.rec("pause %d", i) }
 func (c *fakeClients) Resume(i int) error { return c.rec("resume %d", i) }
 func (c *fakeClients) SetClockOffset(i int, d time.Duration) error {
 	return c.rec("clock %d %v", i, d)
+}
+func (c *fakeClients) SetClockDrift(i int, d clockshim.Drift) error {
+	return c.rec("drift %d %g", i, 1+d.Slope)
 }
 func (c *fakeClients) ArmStep(i int, step string, a workloads.StepAction) error {
 	return c.rec("arm %d %s %+v", i, step, a)

@@ -53,6 +53,7 @@ type faultKind interface {
 var registry = []faultKind{
 	partition{}, latency{}, kill{}, restart{}, pause{}, clock{}, failover{},
 	clientPause{}, clientClock{}, stepPause{}, stepCrash{}, clientPartition{},
+	clockDrift{}, clientDrift{}, clientStarve{},
 	memory{}, refuseWrites{}, replyLoss{},
 }
 

@@ -112,6 +112,13 @@ type Step struct {
 	LockStep string `json:"step,omitempty"`
 	Pause    Span   `json:"pause,omitzero"`
 
+	// Clock rates (drift, client-drift): the pace of the target's clock
+	// against the host's (1.5: half as fast again; 0.5: half as fast).
+	Rate float64 `json:"rate,omitempty"`
+
+	// A starved client (client-starve): the share of every period it runs.
+	Share  float64 `json:"share,omitempty"`
+	Period Span    `json:"period,omitzero"`
 	// Memory: the maxmemory-policy a node is squeezed under
 	// (cluster.MemoryPolicies; Strobe is how often it is pushed over).
 	Policy string `json:"policy,omitempty"`

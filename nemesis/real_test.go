@@ -271,6 +271,58 @@ func TestRealClockJumpExpiresOneNode(t *testing.T) {
 	}
 }
 
+// TestRealDriftRunsANodeFast: a drift at 2× makes n1's TIME gain a second
+// every second and expire a PX 1000 key in half a second of the host's,
+// while n2 keeps the host's pace; the heal steps n1 back to the host.
+func TestRealDriftRunsANodeFast(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, cluster.Spec{Topology: topology(t, "independent:2"), Clock: true})
+	ctx := context.Background()
+	n1, n2 := direct(t, c, "n1"), direct(t, c, "n2")
+	plan := mustPlan(t, `{"ttl":"1s","steps":[{"at":"100ms","fault":"drift","nodes":["n1"],"rate":2,"for":"2ttl"}]}`)
+	s := newSink()
+	wait := runPlan(t, plan, realEnv(c, true), s)
+	start := s.wait(t, history.Start, "f1", 5*time.Second)
+	if start.Fault.Desc != "run n1's clock at 2× the host's pace (+2s by the heal, then stepped back) for 2s" {
+		t.Errorf("desc %q", start.Fault.Desc)
+	}
+	skew := func(cl *redis.Client) time.Duration {
+		before := time.Now()
+		tm, err := cl.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tm.Sub(before.Add(time.Since(before) / 2))
+	}
+	for _, n := range []*redis.Client{n1, n2} {
+		if err := n.Set(ctx, "lock", "a", time.Second).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a1, a2 := skew(n1), skew(n2)
+	time.Sleep(600 * time.Millisecond)
+	g1, g2 := skew(n1)-a1, skew(n2)-a2
+	if g1 < 500*time.Millisecond || g1 > 700*time.Millisecond {
+		t.Errorf("n1 at 2× gained %v in 600 ms", g1)
+	}
+	if g2 < -50*time.Millisecond || g2 > 50*time.Millisecond {
+		t.Errorf("n2 gained %v in 600 ms without a drift", g2)
+	}
+	if n1.Exists(ctx, "lock").Val() != 0 {
+		t.Error("n1's PX 1000 key outlived 600 ms of the host's at 2×")
+	}
+	if n2.Exists(ctx, "lock").Val() != 1 {
+		t.Error("n2's PX 1000 key is gone after 600 ms at the host's pace")
+	}
+	s.wait(t, history.Stop, "f1", 5*time.Second)
+	if d := skew(n1); d < -50*time.Millisecond || d > 50*time.Millisecond {
+		t.Errorf("after the heal n1 is %v off the host", d)
+	}
+	if err := wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestRealFailoverLosesTheCutWrite(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t, cluster.Spec{Topology: topology(t, "replicated:1+sentinels"), Clients: 1})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/internal/clockshim"
 )
 
 // ShutdownHealTimeout bounds the heals Run does after its context ends.
@@ -134,6 +135,7 @@ type stepRun struct {
 	strobeOn bool
 	toggles  int
 	nodes    []string // the nodes it hit, as resolved
+	clients  []int    // the clients it hit, for a kind with timers (client-starve)
 }
 
 type runner struct {
@@ -159,6 +161,8 @@ type runner struct {
 	failover    int // step with a failover going on, or -1
 	clientPause map[int]int
 	clientClock map[int]map[int]time.Duration
+	nodeDrift   map[string]map[int]clockshim.Drift
+	clientDrift map[int]map[int]clockshim.Drift
 	gates       map[int]int
 	armed       map[armKey]int
 
@@ -181,6 +185,8 @@ func newRunner(env Env, setup Setup, sink Sink, steps []*compiled) *runner {
 		failover:    -1,
 		clientPause: map[int]int{},
 		clientClock: map[int]map[int]time.Duration{},
+		nodeDrift:   map[string]map[int]clockshim.Drift{},
+		clientDrift: map[int]map[int]clockshim.Drift{},
 		gates:       map[int]int{},
 		armed:       map[armKey]int{},
 	}

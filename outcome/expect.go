@@ -2,9 +2,12 @@ package outcome
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/tumbler-dev/tumbler/checker"
+	"github.com/tumbler-dev/tumbler/spans"
 )
 
 // Expectation is what a catalog row must show: a verdict and, for an invalid
@@ -20,6 +23,34 @@ type Expectation struct {
 	// around each of its faults, beside the verdict: a lock that must be
 	// unavailable while a fault lasts and available again after it.
 	Availability *Availability `json:"availability,omitempty"`
+	// AfterFaultStart, when set, makes an invalid row's anomaly count only
+	// when it happened (checker.Anomaly.At) at least this long after the
+	// start of a fault it names: a row whose flaw outlasts a fault's first
+	// effects says so — rueidislock granting while a node's clock stays
+	// ahead, past the keys the jump itself expired, which any lock loses.
+	// An absolute span.
+	AfterFaultStart spans.Span `json:"after_fault_start,omitzero"`
+}
+
+// late reports whether a happened at least AfterFaultStart after the
+// start of a fault it names (any anomaly, without the bound).
+func (e Expectation) late(a *checker.Anomaly, faults []checker.FaultWindow) bool {
+	return Late(a, faults, e.AfterFaultStart.Resolve(0))
+}
+
+// Late reports whether a happened at least d after the start of one of
+// faults that it names (always, for d ≤ 0): the rule of an expectation's
+// AfterFaultStart, which a hunt like such a row applies to its finds too.
+func Late(a *checker.Anomaly, faults []checker.FaultWindow, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	for _, f := range faults {
+		if slices.Contains(a.Faults, f.ID) && a.At >= f.Start+int64(d) {
+			return true
+		}
+	}
+	return false
 }
 
 // Availability bounds the acquire success rate around every fault of a run
@@ -100,6 +131,14 @@ func (e Expectation) Validate() error {
 	default:
 		return fmt.Errorf("outcome: expectation verdict %q is not valid, invalid or unknown", e.Verdict)
 	}
+	if s := e.AfterFaultStart; !s.IsZero() {
+		switch {
+		case e.Verdict != checker.Invalid:
+			return fmt.Errorf("outcome: expectation %q has after_fault_start: only an invalid verdict has anomalies to time", e.Verdict)
+		case s.Relative() || s.Resolve(0) <= 0:
+			return fmt.Errorf("outcome: expectation after_fault_start %q must be a positive absolute span (\"1s\")", s)
+		}
+	}
 	if a := e.Availability; a != nil {
 		if a.WithinMax == nil && a.AfterMin == nil {
 			return fmt.Errorf("outcome: expectation availability names no bound (within_max, after_min)")
@@ -118,6 +157,9 @@ func (e Expectation) String() string {
 	s := string(e.Verdict)
 	if e.Kind != "" {
 		s = fmt.Sprintf("%s (%s)", e.Verdict, e.Kind)
+	}
+	if !e.AfterFaultStart.IsZero() {
+		s += fmt.Sprintf(", %s or more after a fault's start", e.AfterFaultStart)
 	}
 	if e.Availability != nil {
 		s += "; " + e.Availability.String()

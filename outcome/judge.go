@@ -104,7 +104,7 @@ func reproduction(e Expectation, in Facts) Reproduction {
 		if !slices.Contains(rep.Kinds, a.Kind) {
 			rep.Kinds = append(rep.Kinds, a.Kind)
 		}
-		if (e.Kind == "" || a.Kind == e.Kind) && (first == nil || a.At < first.At) {
+		if (e.Kind == "" || a.Kind == e.Kind) && e.late(a, res.Faults) && (first == nil || a.At < first.At) {
 			first = a
 		}
 	}
@@ -117,6 +117,9 @@ func reproduction(e Expectation, in Facts) Reproduction {
 		if res.Verdict == checker.Invalid {
 			rep.Why += fmt.Sprintf(" (%s)", anomalyKinds(rep.Kinds))
 		}
+		return rep
+	case first == nil && !e.AfterFaultStart.IsZero():
+		rep.Why = fmt.Sprintf("invalid as expected (%s), but no %s came %s or more after the start of a fault it names", anomalyKinds(rep.Kinds), e.Kind, e.AfterFaultStart)
 		return rep
 	case e.Kind != "" && first == nil:
 		rep.Why = fmt.Sprintf("invalid as expected, but by %s, not %s", anomalyKinds(rep.Kinds), e.Kind)

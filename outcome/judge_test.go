@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/checker"
+	"github.com/tumbler-dev/tumbler/spans"
 )
 
 func doubleGrant() *checker.Result {
@@ -140,6 +141,38 @@ func TestJudgeAvailability(t *testing.T) {
 		}
 	}
 	if s := e.String(); !strings.Contains(s, "≤ 0% of acquires succeed during each fault, ≥ 50% after it") {
+		t.Errorf("String() = %q", s)
+	}
+}
+
+// TestJudgeAfterFaultStart: a row that times its anomaly counts only one
+// that came long enough after the start of a fault it names, the earliest
+// such one, and says so when none did.
+func TestJudgeAfterFaultStart(t *testing.T) {
+	late := &Expectation{Verdict: checker.Invalid, Kind: checker.DoubleGrant, AfterFaultStart: spans.Fixed(time.Second)}
+	res := doubleGrant() // its anomaly is 0.42 s after f1's start
+	j := Judge(late, Facts{Result: res, Elapsed: time.Second, Faults: true})
+	if j.Expected.Reproduced || !strings.Contains(j.Expected.Why, "no double-grant came 1s or more after the start of a fault it names") {
+		t.Errorf("an early anomaly reproduced the row: %+v", j.Expected)
+	}
+	res.Anomalies = append(res.Anomalies,
+		checker.Anomaly{Kind: checker.DoubleGrant, At: 4_700_000_000, Faults: []string{"f1"}},
+		checker.Anomaly{Kind: checker.DoubleGrant, At: 4_100_000_000, Faults: []string{"f1"}},
+		checker.Anomaly{Kind: checker.DoubleGrant, At: 3_900_000_000, Faults: nil})
+	j = Judge(late, Facts{Result: res, Elapsed: time.Second, Faults: true})
+	if !j.Expected.Reproduced || j.Expected.FirstAnomaly != 4_100_000_000 {
+		t.Errorf("the anomaly 1.1 s after f1's start did not count first: %+v", j.Expected)
+	}
+	for _, bad := range []Expectation{
+		{Verdict: checker.Valid, AfterFaultStart: spans.Fixed(time.Second)},
+		{Verdict: checker.Invalid, AfterFaultStart: spans.TTLs(1)},
+		{Verdict: checker.Invalid, AfterFaultStart: spans.Fixed(-time.Second)},
+	} {
+		if bad.Validate() == nil {
+			t.Errorf("%+v validates", bad)
+		}
+	}
+	if s := late.String(); s != "invalid (double-grant), 1s or more after a fault's start" {
 		t.Errorf("String() = %q", s)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/cluster/image"
 	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/internal/clockshim"
 	"github.com/tumbler-dev/tumbler/nemesis"
 	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/reports"
@@ -451,6 +452,10 @@ func (c clientControls) Resume(i int) error { return c.do(i, (*workloads.Client)
 
 func (c clientControls) SetClockOffset(i int, d time.Duration) error {
 	return c.do(i, func(cl *workloads.Client) error { return cl.SetClockOffset(d) })
+}
+
+func (c clientControls) SetClockDrift(i int, d clockshim.Drift) error {
+	return c.do(i, func(cl *workloads.Client) error { return cl.SetClockDrift(d) })
 }
 
 func (c clientControls) ArmStep(i int, step string, a workloads.StepAction) error {

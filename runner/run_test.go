@@ -110,6 +110,59 @@ func TestRestartEmptyDoubleGrant(t *testing.T) {
 // 2×TTL. Its watchdog stops with it, so no renewal of the paused client is
 // recorded during the pause, the key expires and another client acquires it
 // while the paused one still "holds" it.
+// TestClientStarveDelaysRenewals: a starved holder (client-starve, running
+// a fifth of every 1.5 TTLs, so stopped 1.2 TTLs at a time) cannot renew
+// in time: its watchdog wakes past the lease's validity and reports it
+// lost, and another client is granted the lock meanwhile; the fault's
+// records frame the starvation.
+func TestClientStarveDelaysRenewals(t *testing.T) {
+	p := basePlan(t, "client-starve")
+	p.Lock = LockPlan{Options: variants.Options{Variant: "watchdog", Inner: "single"}}
+	p.Workload.Hold = Range{span(t, "3ttl"), span(t, "3ttl")}
+	p.Workload.AcquireTimeout = span(t, "4s")
+	p.TimeLimit = span(t, "6s")
+	p.Faults = []nemesis.Step{{
+		At: span(t, "0.5s"), Trigger: nemesis.TriggerGrant, Key: "tumbler:0",
+		Fault: nemesis.ClientStarve, Client: nemesis.Holder, Share: 0.2, Period: span(t, "1.5ttl"), For: span(t, "4ttl"),
+	}}
+	out := runPlan(t, p)
+	ops, err := history.ReadFile(filepath.Join(out.Dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var start, stop history.Op
+	for _, op := range ops {
+		if op.IsNemesis() && op.Fault != nil && op.Fault.Kind == string(nemesis.ClientStarve) {
+			if op.F == history.Start {
+				start = op
+			} else {
+				stop = op
+			}
+		}
+	}
+	if start.Type != history.Info || stop.Type != history.Info {
+		t.Fatalf("the starvation was not applied: start %v, stop %v", start, stop)
+	}
+	lost, othersGranted := 0, 0
+	for _, op := range ops {
+		if op.Time <= start.Time || op.Time >= stop.Time || op.IsNemesis() {
+			continue
+		}
+		if op.Client == start.Client && op.F == history.Lost {
+			lost++
+		}
+		if op.Client != start.Client && op.F == history.Acquire && op.Type == history.OK {
+			othersGranted++
+		}
+	}
+	if lost == 0 {
+		t.Errorf("the starved holder's watchdog never reported its lease lost")
+	}
+	if othersGranted == 0 {
+		t.Errorf("no other client acquired while the holder starved")
+	}
+}
+
 func TestClientPauseStopsWatchdog(t *testing.T) {
 	p := basePlan(t, "client-pause")
 	p.Lock = LockPlan{Options: variants.Options{Variant: "watchdog", Inner: "single"}}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/internal/clockshim"
 	"github.com/tumbler-dev/tumbler/lock/recipes"
 	"github.com/tumbler-dev/tumbler/spans"
 	"github.com/tumbler-dev/tumbler/workloads"
@@ -350,6 +351,41 @@ func TestClockOffsetReachesClient(t *testing.T) {
 				}
 				d := time.Until(wallOf(t, op))
 				return d > 50*time.Minute && d < 70*time.Minute
+			})
+			w.Close()
+		})
+	}
+}
+
+// TestClockDriftReachesClient: a drift set on a client (client-drift)
+// runs the wall clock its lock reads at the rate, in a worker process too:
+// at 61× the clock gains a minute every second.
+func TestClockDriftReachesClient(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(string(mode), func(t *testing.T) {
+			e := newEnv(t)
+			cfg := mutexConfig(e, t, mode)
+			cfg.Clients, cfg.TimeLimit = 1, 4*time.Second
+			cfg.Lock.Spec = spec(t, testSpec{Addr: e.addr, TTL: time.Second, WallValue: true})
+			cfg.Think = spans.Between(10*time.Millisecond, 10*time.Millisecond)
+			w := start(t, cfg, e.harness(t, false))
+			e.rec.waitFor(t, "ok acquire", 5*time.Second, isOK(history.Acquire))
+			c := w.Clients()[0]
+			if err := c.SetClockDrift(clockshim.Rate(61, clockshim.Mono())); err != nil {
+				t.Fatal(err)
+			}
+			ahead := e.rec.waitFor(t, "a lock reading a clock a minute ahead", 5*time.Second, func(op history.Op) bool {
+				return isOK(history.Acquire)(op) && time.Until(wallOf(t, op)) > 50*time.Second
+			})
+			if err := c.SetClockDrift(clockshim.Drift{}); err != nil {
+				t.Fatal(err)
+			}
+			e.rec.waitFor(t, "a lock reading the host's clock again", 5*time.Second, func(op history.Op) bool {
+				if !isOK(history.Acquire)(op) || op.Index <= ahead.Index {
+					return false
+				}
+				d := time.Until(wallOf(t, op))
+				return d > -time.Second && d < time.Second
 			})
 			w.Close()
 		})

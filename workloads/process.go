@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/internal/clockshim"
 )
 
 // WorkerEnv is the environment variable that marks a worker process.
@@ -23,24 +24,25 @@ const crashExit = 3
 // message is one JSON line between the harness and a worker. Worker →
 // harness (on the worker's fd 3): Op, Req (+ID), Fired (+Crash), Crash,
 // Fatal, Done. Harness → worker (on its stdin): first a workerInit line,
-// then Resp (+ID), Offset, Arm, Resumed, Stop.
+// then Resp (+ID), Offset, Drift, Arm, Resumed, Stop.
 //
 // An armed pause is a handshake: the worker sends Fired and blocks until
 // Resumed, which the harness sends only after it has stopped the worker
 // (SIGSTOP), waited and continued it (SIGCONT).
 type message struct {
-	Op      *history.Op `json:"op,omitempty"`
-	Req     *history.Op `json:"req,omitempty"`
-	Resp    *history.Op `json:"resp,omitempty"`
-	ID      uint64      `json:"id,omitempty"`
-	Offset  *int64      `json:"offset,omitempty"`
-	Arm     *armedStep  `json:"arm,omitempty"`
-	Fired   *armedStep  `json:"fired,omitempty"`
-	Resumed uint64      `json:"resumed,omitempty"` // the Fired pause's ID
-	Stop    bool        `json:"stop,omitempty"`
-	Crash   string      `json:"crash,omitempty"`
-	Fatal   string      `json:"fatal,omitempty"`
-	Done    bool        `json:"done,omitempty"`
+	Op      *history.Op      `json:"op,omitempty"`
+	Req     *history.Op      `json:"req,omitempty"`
+	Resp    *history.Op      `json:"resp,omitempty"`
+	ID      uint64           `json:"id,omitempty"`
+	Offset  *int64           `json:"offset,omitempty"`
+	Drift   *clockshim.Drift `json:"drift,omitempty"`
+	Arm     *armedStep       `json:"arm,omitempty"`
+	Fired   *armedStep       `json:"fired,omitempty"`
+	Resumed uint64           `json:"resumed,omitempty"` // the Fired pause's ID
+	Stop    bool             `json:"stop,omitempty"`
+	Crash   string           `json:"crash,omitempty"`
+	Fatal   string           `json:"fatal,omitempty"`
+	Done    bool             `json:"done,omitempty"`
 }
 
 // workerInit is everything a worker needs to run one session.
@@ -51,6 +53,7 @@ type workerInit struct {
 	ClockStart int64           `json:"clock_start"`
 	Deadline   int64           `json:"deadline"`
 	Offset     time.Duration   `json:"offset"`
+	Drift      clockshim.Drift `json:"drift,omitzero"`
 	Ops        int64           `json:"ops"`
 	Crashes    int64           `json:"crashes"`
 	ParentPid  int             `json:"parent_pid"`
@@ -166,7 +169,8 @@ func (c *Client) spawn(proc history.Process) (*worker, error) {
 	init := workerInit{
 		Config: w.cfg, Client: c.id, Process: proc,
 		ClockStart: w.h.Clock.Start(), Deadline: w.deadline, Offset: c.wall.Offset(),
-		Ops: c.ops.Load(), Crashes: c.crashes.Load(), ParentPid: os.Getpid(),
+		Drift: c.wall.Drift(),
+		Ops:   c.ops.Load(), Crashes: c.crashes.Load(), ParentPid: os.Getpid(),
 	}
 	// What is armed goes with the config and the worker becomes the
 	// client's in one step, so an ArmStep racing with the start reaches it

@@ -66,6 +66,7 @@ func workerMain() int {
 
 	var wall WallClock
 	wall.SetOffset(init.Offset)
+	wall.SetDrift(init.Drift)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go ws.readControl(in, &wall, cancel)
@@ -205,6 +206,8 @@ func (w *workerSink) readControl(in *bufio.Reader, wall *WallClock, cancel conte
 			}
 		case m.Offset != nil:
 			wall.SetOffset(time.Duration(*m.Offset))
+		case m.Drift != nil:
+			wall.SetDrift(*m.Drift)
 		case m.Arm != nil:
 			w.wmu.Lock()
 			if m.Arm.Action == (StepAction{}) {

@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/internal/clockshim"
 )
 
 // Harness is what a workload needs from the harness besides its Config.
@@ -280,6 +281,20 @@ func (c *Client) SetClockOffset(d time.Duration) error {
 	}
 	ns := int64(d)
 	return wk.send(message{Offset: &ns})
+}
+
+// SetClockDrift makes the client's wall clock drift by d besides its
+// offset (clockshim.Rate: a clock at a rate; the zero Drift stops it), now
+// and after restarts.
+func (c *Client) SetClockDrift(d clockshim.Drift) error {
+	c.wall.SetDrift(d)
+	c.mu.Lock()
+	wk := c.worker
+	c.mu.Unlock()
+	if wk == nil {
+		return nil
+	}
+	return wk.send(message{Drift: &d})
 }
 
 // Pause stops the client's worker process (SIGSTOP of its process group):

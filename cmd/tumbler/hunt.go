@@ -80,7 +80,8 @@ On a terminal a status line shows the hunt's progress. Ctrl-C stops the
 current attempt, heals its faults, and writes the summary.
 
 Exit codes as run: 1 an anomaly of a wanted kind was found (--want; --like:
-the row's kind; otherwise any), 0 none within the budget, 2 interrupted
+the row's kind, and as late after a fault's start as the row asks;
+otherwise any), 0 none within the budget, 2 interrupted
 first (or an attempt was unknown), 254 bad input, 255 the harness failed
 three attempts in a row.`,
 		Example: `  tumbler hunt --lock redlock --nodes 5 --nemesis partition,restart,clock --budget 10m
@@ -99,8 +100,14 @@ three attempts in a row.`,
 			if err != nil {
 				return err
 			}
+			// A row that times its anomaly (after_fault_start) counts only
+			// such finds, unless --want says what counts.
+			var after time.Duration
+			if row, err := scenarios.Get(like); err == nil && like != "" {
+				after = row.Expect.AfterFaultStart.Resolve(0)
+			}
 			if cmd.Flags().Changed("want") {
-				wanted = nil
+				wanted, after = nil, 0
 				for _, w := range want {
 					wanted = append(wanted, checker.Kind(strings.TrimSpace(w)))
 				}
@@ -108,7 +115,7 @@ three attempts in a row.`,
 			ctx, stop := a.interruptible(cmd.Context())
 			defer stop()
 			s, err := hunt.Run(ctx, template, draw, hunt.Options{
-				Name: name, Budget: budget, FirstSeed: firstSeed, MaxSeeds: seeds, Want: wanted,
+				Name: name, Budget: budget, FirstSeed: firstSeed, MaxSeeds: seeds, Want: wanted, After: after,
 				KeepGoing: keepGoing, KeepAll: keepAll, Store: store, Log: a.log, Status: a.huntStatus,
 			})
 			a.con.clear()

@@ -1,8 +1,15 @@
 // Package clockshim is the clock shim: an LD_PRELOAD library (clockshim.c)
 // that shifts a process's wall clock by an offset tumbler changes while the
-// process runs, and the offset file through which it does. The data nodes
-// run with it for node clock faults (package cluster) and lock client
-// programs for client clock faults (package lock/protocol).
+// process runs, and makes it run at a rate (a Drift), and the clock file
+// through which it does. The data nodes run with it for node clock faults
+// (package cluster) and lock client programs for client clock faults
+// (package lock/protocol).
+//
+// The file holds the offset in its first word, as it always did, then a
+// drift written as one snapshot under a generation counter (a seqlock; see
+// clockshim.c): a drift's displacement is Base + Slope × (monotonic now −
+// Anchor), Slope being the rate less one, so several drifts add up to one
+// (Drift.Plus) and a process reads them consistently without a lock.
 package clockshim
 
 import (
@@ -11,6 +18,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -89,15 +97,30 @@ func Compile(dir string) (string, error) {
 	return lib, nil
 }
 
-// File is a process's clock offset: one int64 of nanoseconds, in a file
-// that the shim inside the process maps shared, so a store here is seen by
-// the process's next clock read.
+// File is a process's clock: an int64 offset of nanoseconds and a drift, in
+// a file that the shim inside the process maps shared, so a store here is
+// seen by the process's next clock read.
 type File struct {
-	mem  []byte
-	word *int64
+	mem []byte
+	w   *words
+	mu  sync.Mutex // one drift writer at a time
 }
 
-// Open maps the offset file at path, creating it (offset 0) if needed.
+// words is the file's layout, clockshim.c's struct clockfile.
+type words struct {
+	offset int64
+	gen    uint64 // odd while a drift is being written
+	base   int64
+	slope  uint64 // math.Float64bits
+	anchor int64
+}
+
+// size is the file's size; a file of the old size (the offset alone) is
+// extended, its offset kept.
+const size = int64(unsafe.Sizeof(words{}))
+
+// Open maps the clock file at path, creating it (offset 0, no drift) if
+// needed.
 func Open(path string) (*File, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
@@ -106,25 +129,50 @@ func Open(path string) (*File, error) {
 	defer f.Close()
 	if st, err := f.Stat(); err != nil {
 		return nil, fmt.Errorf("clock file: %w", err)
-	} else if st.Size() != 8 {
-		if err := f.Truncate(8); err != nil {
+	} else if st.Size() != size {
+		if err := f.Truncate(size); err != nil {
 			return nil, fmt.Errorf("clock file: %w", err)
 		}
 	}
-	mem, err := unix.Mmap(int(f.Fd()), 0, 8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	mem, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("clock file: mmap %s: %w", path, err)
 	}
-	// The mapping is page-aligned, so the word is 8-byte aligned and the
-	// store below is a single atomic instruction the shim's load pairs with.
-	return &File{mem: mem, word: (*int64)(unsafe.Pointer(&mem[0]))}, nil
+	// The mapping is page-aligned, so every word is 8-byte aligned and each
+	// store below is a single atomic instruction the shim's loads pair with.
+	return &File{mem: mem, w: (*words)(unsafe.Pointer(&mem[0]))}, nil
 }
 
-// Set makes the process's wall clock run offset ahead of the host's.
-func (c *File) Set(offset time.Duration) { atomic.StoreInt64(c.word, int64(offset)) }
+// Set makes the process's wall clock run offset ahead of the host's
+// (besides the drift).
+func (c *File) Set(offset time.Duration) { atomic.StoreInt64(&c.w.offset, int64(offset)) }
 
 // Get is the current offset.
-func (c *File) Get() time.Duration { return time.Duration(atomic.LoadInt64(c.word)) }
+func (c *File) Get() time.Duration { return time.Duration(atomic.LoadInt64(&c.w.offset)) }
+
+// SetDrift makes the process's wall clock drift by d on top of the offset
+// (the zero Drift: none). The shim sees the whole drift or the one before,
+// never a mix.
+func (c *File) SetDrift(d Drift) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	atomic.AddUint64(&c.w.gen, 1) // odd: being written
+	atomic.StoreInt64(&c.w.base, int64(d.Base))
+	atomic.StoreUint64(&c.w.slope, math.Float64bits(d.Slope))
+	atomic.StoreInt64(&c.w.anchor, d.Anchor)
+	atomic.AddUint64(&c.w.gen, 1)
+}
+
+// Drift is the current drift.
+func (c *File) Drift() Drift {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return Drift{
+		Base:   time.Duration(atomic.LoadInt64(&c.w.base)),
+		Slope:  math.Float64frombits(atomic.LoadUint64(&c.w.slope)),
+		Anchor: atomic.LoadInt64(&c.w.anchor),
+	}
+}
 
 // Close unmaps the file.
 func (c *File) Close() error {
@@ -132,7 +180,7 @@ func (c *File) Close() error {
 		return nil
 	}
 	err := unix.Munmap(c.mem)
-	c.mem, c.word = nil, nil
+	c.mem, c.w = nil, nil
 	if err != nil {
 		return errors.New("clock file: munmap: " + err.Error())
 	}

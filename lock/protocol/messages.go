@@ -95,8 +95,8 @@ type Init struct {
 	// at in this run (the ones its faults arm): the client reports those
 	// and skips the others, each of which would cost a round trip. Absent:
 	// report every step.
-	Steps *[]string `json:"steps,omitempty"`
-	Lock          *LockSettings       `json:"lock,omitempty"`
+	Steps *[]string     `json:"steps,omitempty"`
+	Lock  *LockSettings `json:"lock,omitempty"`
 }
 
 // Validate checks what a client can rely on.

@@ -28,10 +28,11 @@ const (
 	NameGetSetTimestamp = "getset-timestamp"
 	NameLuaTimestamp    = "lua-timestamp"
 	NameTimerRenew      = "timer-renew"
+	NameGiveUpRenew     = "give-up-renew"
 )
 
 // Names lists every recipe New accepts.
-var Names = []string{NameSetNXExpire, NameSetNXDel, NameCheckThenDel, NameGetSetTimestamp, NameLuaTimestamp, NameTimerRenew}
+var Names = []string{NameSetNXExpire, NameSetNXDel, NameCheckThenDel, NameGetSetTimestamp, NameLuaTimestamp, NameTimerRenew, NameGiveUpRenew}
 
 // Step names passed to lock.Options.Hook. A hook error aborts the operation
 // there, as a crash of the client would, leaving Redis as the crash would.
@@ -61,6 +62,8 @@ func New(name string, client redis.UniversalClient, key string, ttl time.Duratio
 		return NewLuaTimestamp(client, key, ttl, opts...)
 	case NameTimerRenew:
 		return NewTimerRenew(client, key, ttl, opts...)
+	case NameGiveUpRenew:
+		return NewGiveUpRenew(client, key, ttl, opts...)
 	}
 	return nil, fmt.Errorf("%w: unknown recipe %q (known: %v)", lock.ErrConfig, name, Names)
 }

@@ -3,6 +3,7 @@ package recipes
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -37,6 +38,10 @@ func TestConformance(t *testing.T) {
 		},
 		NameTimerRenew: {
 			locktest.Extend: "the renewal script's HEXISTS fails on the string key, so Extend never renews yet reports success (TestTimerRenewNeverRenews)",
+		},
+		NameGiveUpRenew: {
+			locktest.Expiry: "its watchdog renews the lease until a renewal fails (TestGiveUpRenewStopsAtTheFirstFailure)",
+			locktest.Extend: "its watchdog keeps the extended lease alive too (TestGiveUpRenewStopsAtTheFirstFailure)",
 		},
 	}
 	for _, name := range Names {
@@ -389,5 +394,75 @@ func TestTimerRenewNeverRenews(t *testing.T) {
 	}
 	if err := b.Release(locktest.Context(t), lb); err != nil {
 		t.Fatalf("B release: %v", err)
+	}
+}
+
+// TestGiveUpRenewStopsAtTheFirstFailure: the give-up-renew watchdog renews
+// while its renewals work, then one renewal fails (the key is away for a
+// moment, renamed and put back with its TTL) and it never renews again:
+// the key expires under its holder, who was not told, and B acquires.
+func TestGiveUpRenewStopsAtTheFirstFailure(t *testing.T) {
+	addr := redistest.Start(t, 1)[0].Addr
+	ttl := 600 * time.Millisecond
+	c := locktest.Client(t, addr)
+	var mu sync.Mutex
+	var events []lock.RenewEvent
+	observe := lock.WithRenewObserver(func(ev lock.RenewEvent) {
+		mu.Lock()
+		events = append(events, ev)
+		mu.Unlock()
+	})
+	phases := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := make([]string, len(events))
+		for i, ev := range events {
+			out[i] = ev.Phase
+		}
+		return out
+	}
+	a := mustNew(t, NameGiveUpRenew, addr, "k", ttl, observe)
+	b := mustNew(t, NameGiveUpRenew, addr, "k", ttl)
+	ctx := locktest.Context(t)
+	la, err := a.Acquire(ctx)
+	if err != nil {
+		t.Fatalf("A acquire: %v", err)
+	}
+	time.Sleep(2 * ttl)
+	if _, err := b.Acquire(ctx); !errors.Is(err, lock.ErrNotObtained) {
+		t.Fatalf("B acquire after 2 TTLs of renewals: %v, want ErrNotObtained", err)
+	}
+	if err := c.Rename(ctx, "k", "k.away").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(ttl); !slices.Contains(phases(), "fail"); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no renewal failed in a TTL with the key away: %v", phases())
+		}
+	}
+	if err := c.Rename(ctx, "k.away", "k").Err(); err != nil {
+		t.Fatal(err)
+	}
+	failedAt := len(phases())
+	var lb lock.Lease
+	for deadline := time.Now().Add(2 * ttl); ; time.Sleep(10 * time.Millisecond) {
+		if lb, err = b.Acquire(ctx); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("B acquire: %v (A's lock should expire a TTL after its last renewal)", err)
+		}
+	}
+	if got := phases(); len(got) != failedAt || got[len(got)-1] != "fail" { // ErrNotHeld: definite
+		t.Errorf("A's watchdog went on after its failure: %v", got[failedAt-1:])
+	}
+	if oks := slices.Index(phases(), "ok"); oks < 0 {
+		t.Errorf("no renewal worked before the failure: %v", phases())
+	}
+	if err := a.Release(ctx, la); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("A release while B holds: %v, want ErrNotHeld", err)
+	}
+	if err := b.Release(ctx, lb); err != nil {
+		t.Errorf("B release: %v", err)
 	}
 }

@@ -34,8 +34,48 @@ var timerRenewScript = redis.NewScript(`if redis.call('hexists', KEYS[1], ARGV[1
 //
 // A lease's timer stops when it is released (whatever the outcome) or when
 // Close is called; a client that neither releases nor closes keeps ticking.
-type TimerRenew struct {
+type TimerRenew struct{ renewer }
+
+// NewTimerRenew returns the timer-renew recipe on key.
+func NewTimerRenew(client redis.UniversalClient, key string, ttl time.Duration, opts ...lock.Option) (*TimerRenew, error) {
+	b, err := newBase(NameTimerRenew, client, key, ttl, opts)
+	if err != nil {
+		return nil, err
+	}
+	r := &TimerRenew{renewer{base: b, timers: map[string]*renewTimer{}}}
+	r.renew = r.blind
+	return r, nil
+}
+
+// blind runs the renewal script and, like the published client, trusts it:
+// the timer goes on.
+func (r *TimerRenew) blind(ctx context.Context, l lock.Lease) (lock.Lease, bool) {
+	r.cfg.Renewed(lock.RenewEvent{Phase: "invoke", Lease: l, Time: time.Now()})
+	start := time.Now()
+	rctx, cancel := context.WithTimeout(ctx, r.ttl)
+	defer cancel()
+	_ = timerRenewScript.Run(rctx, r.client, []string{r.key}, l.Value, r.ttl.Milliseconds()).Err()
+	l = r.lease(l.Value, start)
+	r.cfg.Renewed(lock.RenewEvent{Phase: "ok", Lease: l, Time: time.Now()})
+	return l, true
+}
+
+// Extend runs the renewal script and reports success, as the recipe's
+// client believes it.
+func (r *TimerRenew) Extend(ctx context.Context, l lock.Lease) (lock.Lease, error) {
+	if err := r.checkLease(l); err != nil {
+		return lock.Lease{}, err
+	}
+	next, _ := r.blind(ctx, l)
+	return next, nil
+}
+
+// renewer is what the timer recipes share: SET NX PX, a renewal timer per
+// lease ticking every TTL/3 and running renew until it says to stop, and
+// the Lua compare-and-delete release.
+type renewer struct {
 	base
+	renew  func(ctx context.Context, l lock.Lease) (next lock.Lease, goOn bool)
 	mu     sync.Mutex
 	timers map[string]*renewTimer // by lease value
 }
@@ -45,17 +85,8 @@ type renewTimer struct {
 	done   chan struct{}
 }
 
-// NewTimerRenew returns the timer-renew recipe on key.
-func NewTimerRenew(client redis.UniversalClient, key string, ttl time.Duration, opts ...lock.Option) (*TimerRenew, error) {
-	b, err := newBase(NameTimerRenew, client, key, ttl, opts)
-	if err != nil {
-		return nil, err
-	}
-	return &TimerRenew{base: b, timers: map[string]*renewTimer{}}, nil
-}
-
 // Acquire sends SET NX PX and starts the lease's renewal timer.
-func (r *TimerRenew) Acquire(ctx context.Context) (lock.Lease, error) {
+func (r *renewer) Acquire(ctx context.Context) (lock.Lease, error) {
 	l, err := lock.Retry(ctx, r.cfg.Retry, r.setNXPX)
 	if err != nil {
 		return l, err
@@ -69,50 +100,30 @@ func (r *TimerRenew) Acquire(ctx context.Context) (lock.Lease, error) {
 	return l, nil
 }
 
-func (r *TimerRenew) run(ctx context.Context, t *renewTimer, l lock.Lease) {
+func (r *renewer) run(ctx context.Context, t *renewTimer, l lock.Lease) {
 	defer close(t.done)
 	tick := time.NewTicker(r.ttl / 3)
 	defer tick.Stop()
-	for {
+	for goOn := true; goOn; {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
-		r.cfg.Renewed(lock.RenewEvent{Phase: "invoke", Lease: l, Time: time.Now()})
-		l = r.renew(ctx, l)
-		r.cfg.Renewed(lock.RenewEvent{Phase: "ok", Lease: l, Time: time.Now()})
+		l, goOn = r.renew(ctx, l)
 	}
-}
-
-// renew runs the renewal script and, like the published client, trusts it.
-func (r *TimerRenew) renew(ctx context.Context, l lock.Lease) lock.Lease {
-	start := time.Now()
-	rctx, cancel := context.WithTimeout(ctx, r.ttl)
-	defer cancel()
-	_ = timerRenewScript.Run(rctx, r.client, []string{r.key}, l.Value, r.ttl.Milliseconds()).Err()
-	return r.lease(l.Value, start)
 }
 
 // Release stops the lease's timer, then deletes the key if it still holds
 // the lease's value (Lua).
-func (r *TimerRenew) Release(ctx context.Context, l lock.Lease) error {
+func (r *renewer) Release(ctx context.Context, l lock.Lease) error {
 	r.stop(l.Value)
 	return r.luaRelease(ctx, l)
 }
 
-// Extend runs the renewal script and reports success, as the recipe's
-// client believes it.
-func (r *TimerRenew) Extend(ctx context.Context, l lock.Lease) (lock.Lease, error) {
-	if err := r.checkLease(l); err != nil {
-		return lock.Lease{}, err
-	}
-	return r.renew(ctx, l), nil
-}
-
 // Close stops every renewal timer of this lock without releasing anything,
 // as a crashed client would.
-func (r *TimerRenew) Close() {
+func (r *renewer) Close() {
 	r.mu.Lock()
 	values := make([]string, 0, len(r.timers))
 	for v := range r.timers {
@@ -124,7 +135,7 @@ func (r *TimerRenew) Close() {
 	}
 }
 
-func (r *TimerRenew) stop(value string) {
+func (r *renewer) stop(value string) {
 	r.mu.Lock()
 	t := r.timers[value]
 	delete(r.timers, value)

@@ -15,6 +15,7 @@ import (
 	"github.com/tumbler-dev/tumbler/internal/redistest"
 	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/lock/locktest"
+	"github.com/tumbler-dev/tumbler/lock/recipes"
 	"github.com/tumbler-dev/tumbler/spans"
 )
 
@@ -108,7 +109,9 @@ func aclCycle(t *testing.T, addr, user, pw string, round int) (noperm []string, 
 			case KindLock:
 				a, b := build(s, key, lock.TryOnce()).(lock.Locker), build(s, key, lock.Strategy{Attempts: 2, Delay: 20 * time.Millisecond}).(lock.Locker)
 				var x, y lock.Locker
-				if s.Variant != "watchdog" { // it renews the lease it is given: nothing expires
+				// The watchdog and give-up-renew renew the lease they are
+				// given (the latter until a renewal fails): nothing expires.
+				if s.Variant != "watchdog" && s.Variant != recipes.NameGiveUpRenew {
 					x, y = build(short, key+":x", lock.TryOnce()).(lock.Locker), build(short, key+":x", lock.TryOnce()).(lock.Locker)
 				}
 				aclLockCycle(ctx, note, "", a, b, x, y)

@@ -288,6 +288,7 @@ func recipeEntries() []entry {
 		recipes.NameGetSetTimestamp: "expiry timestamp by the client's clock, GETSET takeover: clock skew",
 		recipes.NameLuaTimestamp:    "the Lua version of the timestamp recipe (as a blog post on expiry-timestamp locks gives it): still clock dependent",
 		recipes.NameTimerRenew:      "renewal timer whose HEXISTS on a string key never renews, silently",
+		recipes.NameGiveUpRenew:     "a watchdog that gives up at its first failed renewal without telling the holder (Redisson #775)",
 	}
 	afterSetNX := LockStep{Name: recipes.StepAfterSetNX, Acquiring: true}
 	beforeGetSet := LockStep{Name: recipes.StepBeforeGetSet, Acquiring: true}
@@ -297,7 +298,7 @@ func recipeEntries() []entry {
 		recipes.NameCheckThenDel:    {betweenGetAndDel},
 		recipes.NameGetSetTimestamp: {beforeGetSet, betweenGetAndDel},
 	}
-	renews := map[string]bool{recipes.NameTimerRenew: true}
+	renews := map[string]bool{recipes.NameTimerRenew: true, recipes.NameGiveUpRenew: true}
 	var out []entry
 	for _, name := range recipes.Names {
 		out = append(out, entry{

@@ -9,6 +9,19 @@
  * with an atomic 64-bit store and we read it with an atomic load. Monotonic
  * clocks are never touched.
  *
+ * Past the offset the file may carry a drift, which makes the clock run at
+ * a rate: words 1..4 (int64 each) are a generation, the drift's base (ns),
+ * its slope (rate - 1, an IEEE double's bits) and its anchor (a
+ * CLOCK_MONOTONIC reading, ns). The clock is then moved by
+ *     offset + base + slope * (monotonic now - anchor).
+ * The harness writes the three drift words as one snapshot: it makes the
+ * generation odd, stores them, and makes it even again (a seqlock); we read
+ * the generation, the words and the generation again, and retry while it
+ * was odd or changed. A writer that died half-way cannot hang a reader:
+ * after a bounded number of tries the drift is taken as none. A file of the
+ * old size (8 bytes, offset only) reads as no drift, and a slope of 0 costs
+ * nothing beyond the offset (no monotonic read).
+ *
  * Constraints, and why:
  *  - No allocation, no locks, no dlsym. redis-server's jemalloc calls
  *    clock_gettime while it initialises, before any constructor of ours
@@ -46,9 +59,18 @@ typedef int (*gettimeofday_fn)(struct timeval *, void *);
 static void *vdso_clock_gettime;
 static void *vdso_gettimeofday;
 
-/* The offset word: NULL until mapped; &no_offset if there is no file. */
-static const int64_t no_offset;
-static const int64_t *offset_word;
+/* The mapped file: the offset word, then the drift (see the top). */
+struct clockfile {
+    int64_t offset;
+    uint64_t gen;
+    int64_t base;
+    uint64_t slope; /* a double's bits */
+    int64_t anchor;
+};
+
+/* The file: NULL until mapped; &no_file if there is none. */
+static const struct clockfile no_file;
+static const struct clockfile *file;
 
 static int same(const char *a, const char *b) {
     while (*a && *a == *b) {
@@ -165,32 +187,67 @@ static int real_gettimeofday(struct timeval *tv, void *tz) {
 #endif
 }
 
-static int64_t offset(void) {
-    const int64_t *w = __atomic_load_n(&offset_word, __ATOMIC_ACQUIRE);
+static const struct clockfile *mapped(void) {
+    const struct clockfile *w = __atomic_load_n(&file, __ATOMIC_ACQUIRE);
     if (!w) {
-        const int64_t *mine = &no_offset;
+        const struct clockfile *mine = &no_file;
         const char *path = getenv("TUMBLER_CLOCK_FILE");
         if (path && *path) {
-            /* Thin system-call wrappers: no allocation, no locks. */
+            /* Thin system-call wrappers: no allocation, no locks. A file
+             * shorter than the struct maps a whole page all the same, read
+             * as zeros past its end. */
             int fd = open(path, O_RDONLY | O_CLOEXEC);
             if (fd >= 0) {
-                void *m = mmap(NULL, sizeof(int64_t), PROT_READ, MAP_SHARED, fd, 0);
+                void *m = mmap(NULL, sizeof(struct clockfile), PROT_READ, MAP_SHARED, fd, 0);
                 close(fd);
                 if (m != MAP_FAILED)
-                    mine = (const int64_t *)m;
+                    mine = (const struct clockfile *)m;
             }
         }
-        const int64_t *expected = NULL;
-        if (__atomic_compare_exchange_n(&offset_word, &expected, mine, 0,
+        const struct clockfile *expected = NULL;
+        if (__atomic_compare_exchange_n(&file, &expected, mine, 0,
                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
             w = mine;
         } else {
-            if (mine != &no_offset)
-                munmap((void *)mine, sizeof(int64_t));
+            if (mine != &no_file)
+                munmap((void *)mine, sizeof(struct clockfile));
             w = expected;
         }
     }
-    return __atomic_load_n(w, __ATOMIC_RELAXED);
+    return w;
+}
+
+/* drift is the drift's displacement now, 0 without one. */
+static int64_t drift(const struct clockfile *w) {
+    for (int tries = 0; tries < 1000; tries++) {
+        uint64_t g1 = __atomic_load_n(&w->gen, __ATOMIC_ACQUIRE);
+        if (g1 & 1)
+            continue; /* the harness is writing */
+        int64_t base = __atomic_load_n(&w->base, __ATOMIC_RELAXED);
+        uint64_t bits = __atomic_load_n(&w->slope, __ATOMIC_RELAXED);
+        int64_t anchor = __atomic_load_n(&w->anchor, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&w->gen, __ATOMIC_RELAXED) != g1)
+            continue;
+        if (bits == 0)
+            return base;
+        double slope;
+        __builtin_memcpy(&slope, &bits, sizeof slope);
+        struct timespec now;
+        if (real_clock_gettime(CLOCK_MONOTONIC, &now) != 0)
+            return base;
+        int64_t mono = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+        return base + (int64_t)(slope * (double)(mono - anchor));
+    }
+    return 0;
+}
+
+static int64_t offset(void) {
+    const struct clockfile *w = mapped();
+    int64_t off = __atomic_load_n(&w->offset, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&w->gen, __ATOMIC_RELAXED) == 0)
+        return off; /* never a drift: the offset alone, as before */
+    return off + drift(w);
 }
 
 static void shift(struct timespec *ts, int64_t off) {
