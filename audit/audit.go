@@ -47,8 +47,8 @@ const DefaultTTL = 10 * time.Second
 // Finding is one setting read and what it means for a lock.
 type Finding struct {
 	// Check names what was looked at: persistence, failover-writes,
-	// sentinel-timing, eviction, replica-persistence, clock, clock-rate,
-	// cluster, sentinel-quorum.
+	// sentinel-timing, eviction, refused-writes, replica-persistence,
+	// clock, clock-rate, cluster, sentinel-quorum.
 	Check string `json:"check"`
 	// Node is where it was read ("" for the deployment as a whole).
 	Node string `json:"node,omitempty"`
@@ -168,7 +168,7 @@ func (a *auditor) fail(name, addr string, err error) error {
 
 // configKeys are read with CONFIG GET on every data node.
 var configKeys = []string{"appendonly", "appendfsync", "save", "maxmemory", "maxmemory-policy",
-	"min-replicas-to-write", "min-replicas-max-lag", "cluster-enabled"}
+	"min-replicas-to-write", "min-replicas-max-lag", "cluster-enabled", "stop-writes-on-bgsave-error"}
 
 func (a *auditor) read(ctx context.Context, name, addr string) (nodeState, error) {
 	c := a.client(addr)
@@ -244,6 +244,7 @@ func (a *auditor) judge() {
 	for _, n := range a.nodes {
 		a.persistence(n)
 		a.eviction(n)
+		a.refusedWrites(n)
 		a.clock(n, ttl)
 		a.clockRate(n, ttl)
 		if n.role == "master" && (replicated || clustered) {
@@ -283,14 +284,36 @@ func (a *auditor) persistence(n nodeState) {
 
 func (a *auditor) eviction(n nodeState) {
 	policy, max := n.config["maxmemory-policy"], n.config["maxmemory"]
-	setting := fmt.Sprintf("maxmemory %s, maxmemory-policy %s", max, policy)
-	risky := max != "0" && policy != "noeviction" && policy != ""
-	why := "no memory limit, or noeviction: lock keys are never evicted (writes are refused instead when memory is full)"
-	if risky {
-		why = "a memory limit with " + policy + " can evict a lock key under its holder (volatile-* policies pick among keys with a TTL, which every lock key has), and the next client takes the lock at once"
+	f := Finding{Check: "eviction", Node: n.name, Setting: fmt.Sprintf("maxmemory %s, maxmemory-policy %s", max, policy)}
+	switch {
+	case max == "0" || max == "":
+		f.Why = "no memory limit: lock keys are never evicted, and writes are never refused for memory"
+	case policy == "noeviction" || policy == "":
+		f.Why = "a memory limit with noeviction: lock keys are never evicted, but a full node refuses every SET (OOM), so nobody can take a lock until memory is freed; a compare-and-delete release still runs"
+		f.Rows = rows(noevictionOOM)
+	default:
+		f.Risky = true
+		f.Why = "a memory limit with " + policy + " can evict a lock key under its holder (volatile-* policies pick among keys with a TTL, which every lock key has, volatile-ttl the nearest expiry first), and the next client takes the lock at once"
+		f.Rows = rows(lockKeyEvicted)
 	}
-	a.add(Finding{Check: "eviction", Node: n.name, Risky: risky, Setting: setting, Why: why,
-		Rows: rows(singleRestartEmpty)})
+	a.add(f)
+}
+
+// refusedWrites: a node that stops writes when a save fails refuses every
+// lock command that writes — acquires and releases — while its saves fail.
+func (a *auditor) refusedWrites(n nodeState) {
+	stop, save, status := n.config["stop-writes-on-bgsave-error"], n.config["save"], n.info["rdb_last_bgsave_status"]
+	if stop != "yes" || save == "" {
+		return
+	}
+	f := Finding{Check: "refused-writes", Node: n.name, Rows: rows(refusedWritesRelease),
+		Setting: fmt.Sprintf("stop-writes-on-bgsave-error yes, save %q, last save %s", save, cmpOr(status, "unknown")),
+		Why:     "a failing save (a full or read-only disk) makes the node refuse every write with MISCONF, lock releases included: a lock whose client takes that error reply for success tells its holder the lock is free while the key holds it until its TTL"}
+	if status == "err" {
+		f.Risky = true
+		f.Why = "the last save failed, so the node refuses every write now (MISCONF), lock acquires and releases included: " + f.Why[strings.Index(f.Why, "a lock whose"):]
+	}
+	a.add(f)
 }
 
 func (a *auditor) failoverWrites(n nodeState) {

@@ -65,7 +65,7 @@ func TestAuditRisky(t *testing.T) {
 	failover := []string{"single-failover", "redis-py-failover", "symfony-redisstore-failover", "laravel-lock-failover"}
 	for check, want := range map[string][]string{
 		"persistence":         {"single-restart-empty", "symfony-combined-restart-empty"},
-		"eviction":            {"single-restart-empty"},
+		"eviction":            {"lock-key-evicted"},
 		"failover-writes":     failover,
 		"replica-persistence": {"single-restart-empty"},
 		"sentinel-timing":     failover,
@@ -174,5 +174,36 @@ func TestAuditClockRate(t *testing.T) {
 				t.Errorf("n2 at the host's pace: %+v", f)
 			}
 		}
+	}
+}
+
+// A memory limit under noeviction is named without a risk; a node whose
+// last save failed while stop-writes-on-bgsave-error is yes refuses every
+// write now, which is a risk pointing at refused-writes-release.
+func TestAuditMemoryAndRefusedWrites(t *testing.T) {
+	topo, _ := cluster.ParseTopology("independent:1")
+	c := start(t, cluster.Spec{Topology: topo, NodeArgs: []string{"--maxmemory", "100mb", "--maxmemory-policy", "noeviction"}})
+	rep, err := Run(context.Background(), deployment(t, c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fs := findings(rep, "eviction"); len(fs) != 1 || fs[0].Risky || !slices.Contains(fs[0].Rows, "noeviction-oom") {
+		t.Errorf("noeviction: %+v", fs)
+	}
+	if fs := findings(rep, "refused-writes"); len(fs) != 0 {
+		t.Errorf("a node without save points cannot refuse writes for a failed save: %+v", fs)
+	}
+	ctx := context.Background()
+	if err := c.RefuseWrites(ctx, "n1", cluster.RefuseMisconf); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.AcceptWrites(ctx, "n1") }()
+	rep, err = Run(ctx, deployment(t, c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := findings(rep, "refused-writes")
+	if len(fs) != 1 || !fs[0].Risky || !slices.Contains(fs[0].Rows, "refused-writes-release") || !strings.Contains(fs[0].Setting, "last save err") {
+		t.Errorf("a node refusing writes after a failed save: %+v", fs)
 	}
 }

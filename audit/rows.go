@@ -10,6 +10,8 @@ type row int
 const (
 	clusterFailover row = iota
 	fencedFailoverTokenReuse
+	lockKeyEvicted
+	noevictionOOM
 	laravelLockFailover
 	recipeGetSetSkew
 	redlockClockJump
@@ -20,6 +22,7 @@ const (
 	redisPyFailover
 	redsyncRestartEmpty
 	rueidislockNodeClockAhead
+	refusedWritesRelease
 	sentinelSplitBrain
 	sentinelSplitBrainMinReplicas
 	singleFailover
@@ -35,6 +38,8 @@ const (
 var rowNames = [numRows]string{
 	clusterFailover:               "cluster-failover",
 	fencedFailoverTokenReuse:      "fenced-failover-token-reuse",
+	lockKeyEvicted:                "lock-key-evicted",
+	noevictionOOM:                 "noeviction-oom",
 	laravelLockFailover:           "laravel-lock-failover",
 	recipeGetSetSkew:              "recipe-getset-skew",
 	redlockClockJump:              "redlock-clock-jump",
@@ -45,6 +50,7 @@ var rowNames = [numRows]string{
 	redisPyFailover:               "redis-py-failover",
 	redsyncRestartEmpty:           "redsync-restart-empty",
 	rueidislockNodeClockAhead:     "rueidislock-node-clock-ahead",
+	refusedWritesRelease:          "refused-writes-release",
 	sentinelSplitBrain:            "sentinel-split-brain",
 	sentinelSplitBrainMinReplicas: "sentinel-split-brain-min-replicas",
 	singleFailover:                "single-failover",

@@ -62,6 +62,19 @@
 // shard's primary now) and WaitFailover for a shard. Kill, StartNode, Restart,
 // Pause and Resume also take a Sentinel's name.
 //
+// # Settings
+//
+// Under the config control (CanConfig) the harness changes a data node's
+// settings through its admin connection and restores them when undone
+// (settings.go): Squeeze sets a memory limit just above what the node uses
+// under a maxmemory-policy and fills it with keys outside the locks' key
+// space (FillerPrefix), PushMemory pushes it over once more so it evicts,
+// Unsqueeze restores it; RefuseWrites makes it answer every write MISCONF (a
+// save into a directory it cannot write fails while
+// stop-writes-on-bgsave-error is yes) or READONLY (demoted to a replica of
+// an address nobody answers at), AcceptWrites undoes that. The nodes
+// tumbler starts run with enable-protected-configs so "dir" can move.
+//
 // # Clock shim
 //
 // The clock shim (package internal/clockshim) is an LD_PRELOAD library, compiled with cc on first

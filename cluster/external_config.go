@@ -56,6 +56,13 @@ type ExternalConfig struct {
 	Hooks ExternalHooks `json:"hooks,omitempty"`
 	// HookTimeout bounds each hook, as a Go duration ("30s" if empty).
 	HookTimeout string `json:"hook_timeout,omitempty"`
+	// Config lets the harness change the data nodes' settings while a run
+	// goes on (CanConfig: CONFIG SET of maxmemory and its policy, of
+	// "dir" and "save", REPLICAOF), for the memory and refused-writes
+	// faults; each is restored at the fault's heal. Moving "dir" needs
+	// the nodes to run with enable-protected-configs. Off: those faults
+	// are refused.
+	Config bool `json:"config,omitempty"`
 	// Access is how to log in to the deployment: the clients' and the
 	// harness's credentials (secrets as files or environment variables)
 	// and TLS. A run's own access settings take precedence.
@@ -319,6 +326,9 @@ func (cfg ExternalConfig) controls() Controls {
 	}
 	if h.Clock != "" {
 		c |= CanClock
+	}
+	if cfg.Config {
+		c |= CanConfig
 	}
 	return c
 }

@@ -32,6 +32,10 @@ type node struct {
 	// its first start.
 	busAddr   string
 	clusterID string
+
+	// Settings a fault changed and will restore (settings.go).
+	squeeze *squeeze
+	refusal *refusal
 }
 
 // replicaOf makes n, if it runs, the primary (REPLICAOF NO ONE) when it is

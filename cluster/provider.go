@@ -45,15 +45,23 @@ const (
 	CanPersist
 	// CanDrift: SetClockDrift on the data nodes (a clock at a rate).
 	CanDrift
+	// CanConfig: change a data node's settings while it runs — its memory
+	// limit and eviction policy, where it saves, whom it replicates from —
+	// with CONFIG SET and REPLICAOF through the harness's admin connection
+	// (Squeeze, RefuseWrites). The nodes tumbler starts allow it,
+	// including the protected "dir"; a deployment it adopts only when its
+	// config says so (a managed service that renames or forbids CONFIG
+	// cannot).
+	CanConfig
 
 	// AllControls is every control.
-	AllControls = CanKill | CanWipe | CanPause | CanClock | CanPersist | CanDrift
+	AllControls = CanKill | CanWipe | CanPause | CanClock | CanPersist | CanDrift | CanConfig
 )
 
 var controlNames = []struct {
 	c    Controls
 	name string
-}{{CanKill, "kill/start"}, {CanWipe, "wipe"}, {CanPause, "pause/resume"}, {CanClock, "clock"}, {CanPersist, "persistence"}, {CanDrift, "clock rate"}}
+}{{CanKill, "kill/start"}, {CanWipe, "wipe"}, {CanPause, "pause/resume"}, {CanClock, "clock"}, {CanPersist, "persistence"}, {CanDrift, "clock rate"}, {CanConfig, "config"}}
 
 // Has reports whether every control in x is in c.
 func (c Controls) Has(x Controls) bool { return c&x == x }
@@ -257,6 +265,9 @@ func redisArgs(s ProcSpec, dir, secretDir, bind string, port int) []string {
 		// sync payload straight from the socket. So "none" really restarts
 		// empty and an AOF restart loads exactly the AOF.
 		args = append(args, "--save", "", "--repl-diskless-load", "swapdb")
+		// The harness may move "dir" (a refused-writes fault makes a save
+		// fail so): Redis 7 protects it unless told otherwise.
+		args = append(args, "--enable-protected-configs", "yes")
 	}
 	if s.Cluster {
 		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", path.Join(dir, "nodes.conf"))

@@ -13,8 +13,9 @@ import (
 // NewClient builds the go-redis client tumbler uses for locks. It never
 // retries on its own (MaxRetries −1): go-redis's default retries a SET NX
 // after a read timeout and can leave a lock held by a client that was told
-// it failed (an unknown outcome, ARCHITECTURE.md, "Time and leases"). Timeouts are explicit so a lost reply surfaces
-// as ErrUnknown instead of a hang.
+// it failed (an unknown outcome, ARCHITECTURE.md, "Time and leases"); a
+// plan asks for retries with lock.redis_retries, as a tweak. Timeouts are
+// explicit so a lost reply surfaces as ErrUnknown instead of a hang.
 //
 // To log in (a password, an ACL user, TLS) pass access.Login.Apply as a
 // tweak; tumbler's own clients read their Login from files or the

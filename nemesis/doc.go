@@ -60,6 +60,10 @@
 //	step, pause      a lock step to arm, and how long step-pause stops
 //	rate             a clock's pace against the host's (drift, client-drift)
 //	share, period    the part of every period a starved client runs
+//	policy           the maxmemory-policy a memory fault fills a node
+//	                 under (strobe: how often it pushes it over)
+//	refusal          how refuse-writes makes a node refuse writes:
+//	                 misconf or readonly
 //
 // # Kinds
 //
@@ -163,6 +167,34 @@
 //	      keeps working; stops of one client are counted with client-pause's
 //	    takes: clients, client, share, period; for > 0
 //	    needs: clients, process clients
+//	memory
+//	    fills primaries up to a memory limit just above what they used
+//	      (CONFIG SET maxmemory) under maxmemory-policy "policy", with keys
+//	      outside the locks' key space, for "for": under noeviction every
+//	      write that needs memory is refused (OOM); under an evicting policy
+//	      the node is pushed over the limit at once and every "strobe" (a
+//	      quarter TTL by default) and evicts by the policy — volatile-ttl
+//	      a lock key first; the heal restores the settings and deletes the
+//	      fillers
+//	    takes: nodes, node, policy, strobe; for > 0
+//	    needs: provider control config
+//	refuse-writes
+//	    makes primaries refuse every write for "for", as "refusal" says:
+//	      misconf — a save fails ("dir" moved where it cannot write) while
+//	      stop-writes-on-bgsave-error is yes, so writes get MISCONF;
+//	      readonly — the node is demoted to a replica of an address nobody
+//	      answers at, so writes get READONLY, as a demoted primary answers a
+//	      client still talking to it; the heal restores the settings
+//	    takes: nodes, node, refusal; for > 0
+//	    needs: provider control config
+//	reply-loss
+//	    loses the replies on every client's link to nodes for "for" — the
+//	      commands run, their answers never arrive — or, with "latency",
+//	      delays them by that ± "jitter": a client that sends a command
+//	      again after a timeout (go-redis's MaxRetries, lock.redis_retries)
+//	      runs it twice
+//	    takes: nodes, node, latency, jitter; for > 0
+//	    needs: clients
 //
 // Link shapes (partition, latency) are described on Shape; without a
 // shape, targets pick one: nodes or node → "nodes" (cut from every client),
@@ -204,8 +236,11 @@
 // Kind.Available says why a Setup cannot take a kind at all: a topology
 // without replicas, no clients, clients in process mode, data nodes
 // without the clock shim, or a provider that lacks a node control
-// (cluster.Controls: kill/start, wipe, pause/resume, clock; an external
-// deployment has only the controls it has hooks for). The provider answers
+// (cluster.Controls: kill/start, wipe, pause/resume, clock, persistence,
+// clock rate, config; an external deployment has only the controls it has
+// hooks for, and config when its file allows it). A kind may refuse a step a setup
+// cannot take on its own terms (readonly where Sentinels would act on a
+// demoted primary), and then draws no such step. The provider answers
 // for itself (cluster.Provider.Controls); a Setup without a provider — a
 // plan checked before the run builds one — assumes every control, and the
 // run engine checks the plan again against the provider it builds before
@@ -223,8 +258,10 @@
 // or its gate opens, when the last of them heals. What cannot compose is
 // refused, by Validate where the plan shows it and by Run otherwise (the
 // step's start record carries the error): two of kill, restart and pause on
-// one node, any of them during a failover, two failovers, and one lock step
-// of one client armed twice.
+// one node, any of them during a failover, two failovers, one lock step
+// of one client armed twice, and two steps of one kind that changes a
+// node's settings (memory, refuse-writes) on one node, or one during a
+// failover.
 //
 // # Records
 //

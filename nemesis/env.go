@@ -45,6 +45,15 @@ type Cluster interface {
 	Promote(ctx context.Context, name string) error
 	SentinelFailover(ctx context.Context) error
 	WaitFailover(ctx context.Context, from string) (string, error)
+	// Squeeze, PushMemory and Unsqueeze put a data node under memory
+	// pressure, push it over its limit once more and undo it;
+	// RefuseWrites and AcceptWrites make it refuse writes and undo that
+	// (cluster.CanConfig).
+	Squeeze(ctx context.Context, name, policy string) error
+	PushMemory(ctx context.Context, name string) error
+	Unsqueeze(ctx context.Context, name string) error
+	RefuseWrites(ctx context.Context, name string, r cluster.Refusal) error
+	AcceptWrites(ctx context.Context, name string) error
 }
 
 var _ Cluster = (*cluster.Cluster)(nil)

@@ -444,3 +444,33 @@ func mustPlan(t testing.TB, js string) Plan {
 	}
 	return p
 }
+
+func (f *fakeCluster) Squeeze(_ context.Context, name, policy string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.log("squeeze %s %s", name, policy)
+}
+
+func (f *fakeCluster) PushMemory(_ context.Context, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.log("push %s", name)
+}
+
+func (f *fakeCluster) Unsqueeze(_ context.Context, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.log("unsqueeze %s", name)
+}
+
+func (f *fakeCluster) RefuseWrites(_ context.Context, name string, r cluster.Refusal) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.log("refuse %s %s", name, r)
+}
+
+func (f *fakeCluster) AcceptWrites(_ context.Context, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.log("accept %s", name)
+}

@@ -54,6 +54,7 @@ var registry = []faultKind{
 	partition{}, latency{}, kill{}, restart{}, pause{}, clock{}, failover{},
 	clientPause{}, clientClock{}, stepPause{}, stepCrash{}, clientPartition{},
 	clockDrift{}, clientDrift{}, clientStarve{},
+	memory{}, refuseWrites{}, replyLoss{},
 }
 
 // Kinds lists every fault kind.

@@ -173,7 +173,7 @@ func (r *runner) applyLinks(i int, t target) error {
 	st.fault.Desc = describeLinks(c, w, t, links)
 	st.fault.Targets = linkTargets(c, w, t, links)
 	lc := linkContrib{step: i, latency: c.span(c.Latency), jitter: c.span(c.Jitter)}
-	if !c.kind.traits().delays {
+	if !delays(c) {
 		lc.cut = c.mode
 	}
 	lc.up, lc.down = streamsOf(c.dir)
@@ -203,7 +203,7 @@ func (w world) splitLinks(nodes []string, clients []int) []string {
 // describeLinks is the sentence of a link fault; w and links are empty
 // before the step is resolved.
 func describeLinks(c *compiled, w world, t target, links []string) string {
-	delay := c.kind.traits().delays
+	delay := delays(c)
 	nodes := nodesText(c, t)
 	var what string
 	switch c.shape {
@@ -251,6 +251,11 @@ func describeLinks(c *compiled, w world, t target, links []string) string {
 	}
 	return fmt.Sprintf("cut %s for %v (%s)", what, c.dur, cutText(c))
 }
+
+// delays reports whether a link step delays rather than cuts: its kind
+// always does (latency), or it gives a "latency" (reply-loss).
+func delays(c *compiled) bool { return c.kind.traits().delays || !c.Latency.IsZero() }
+
 func dirText(d cluster.Direction) string {
 	switch d {
 	case cluster.Upstream:

@@ -119,6 +119,11 @@ type Step struct {
 	// A starved client (client-starve): the share of every period it runs.
 	Share  float64 `json:"share,omitempty"`
 	Period Span    `json:"period,omitzero"`
+	// Memory: the maxmemory-policy a node is squeezed under
+	// (cluster.MemoryPolicies; Strobe is how often it is pushed over).
+	Policy string `json:"policy,omitempty"`
+	// Refused writes: how the node refuses them (misconf, readonly).
+	Refusal cluster.Refusal `json:"refusal,omitempty"`
 }
 
 // DecodePlan reads a plan from JSON, refusing unknown fields (a misspelt

@@ -13,6 +13,8 @@ import (
 
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/lock"
+	"github.com/tumbler-dev/tumbler/lock/reentrant"
 )
 
 // These tests run real redis-server (and redis-sentinel) processes through
@@ -510,5 +512,108 @@ func BenchmarkPartition(b *testing.B) {
 			b.ReportMetric(float64(apply.Microseconds())/1000/float64(b.N), "apply-ms")
 			b.ReportMetric(float64(heal.Microseconds())/1000/float64(b.N), "heal-ms")
 		})
+	}
+}
+
+// Memory pressure under volatile-ttl evicts a held lock key at once;
+// readonly refuses writes until the heal; a reply loss makes a client
+// that retries (go-redis's MaxRetries) report "not set" for a SET NX that
+// took effect.
+func TestRealSettingsFaults(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, cluster.Spec{Topology: topology(t, "independent:2"), Clients: 1})
+	ctx := context.Background()
+	n1, n2 := through(t, c, 0, "n1", time.Second), through(t, c, 0, "n2", time.Second)
+	if err := n1.Set(ctx, "tumbler:0", "holder", 30*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	retrying := redis.NewClient(&redis.Options{Addr: n1.Options().Addr, MaxRetries: 3, ReadTimeout: 300 * time.Millisecond,
+		PoolSize: 1, DisableIdentity: true, Protocol: 2})
+	t.Cleanup(func() { _ = retrying.Close() })
+	plan := mustPlan(t, `{"ttl":"1s","steps":[
+		{"at":"0s","fault":"memory","nodes":["n1"],"policy":"volatile-ttl","for":"1s"},
+		{"at":"0s","fault":"refuse-writes","nodes":["n2"],"refusal":"readonly","for":"600ms"},
+		{"at":"1.2s","fault":"reply-loss","nodes":["n1"],"for":"500ms"}
+	]}`)
+	s := newSink()
+	wait := runPlan(t, plan, realEnv(c, false), s)
+	s.wait(t, history.Start, "f1", 5*time.Second)
+	if n, err := n1.Exists(ctx, "tumbler:0").Result(); err != nil || n != 0 {
+		t.Errorf("the held lock key under volatile-ttl pressure: exists %d (%v), want evicted", n, err)
+	}
+	s.wait(t, history.Start, "f2", 5*time.Second)
+	if err := n2.Set(ctx, "tumbler:1", "x", time.Minute).Err(); err == nil || !strings.HasPrefix(err.Error(), "READONLY") {
+		t.Errorf("SET on the demoted n2: %v, want READONLY", err)
+	}
+	s.wait(t, history.Stop, "f2", 5*time.Second)
+	if err := n2.Set(ctx, "tumbler:1", "x", time.Minute).Err(); err != nil {
+		t.Errorf("SET on n2 after the heal: %v", err)
+	}
+	s.wait(t, history.Stop, "f1", 5*time.Second)
+	if m := direct(t, c, "n1").ConfigGet(ctx, "maxmemory").Val(); m["maxmemory"] != "0" {
+		t.Errorf("maxmemory after the heal: %v", m)
+	}
+	if err := retrying.Ping(ctx).Err(); err != nil { // a connection before the loss
+		t.Fatal(err)
+	}
+	s.wait(t, history.Start, "f3", 5*time.Second)
+	set, err := retrying.SetNX(ctx, "ghost", "mine", 30*time.Second).Result()
+	if err != nil || set {
+		t.Errorf("retried SET NX across the reply loss: set %v, err %v; want \"not set\" (the retry finds the first attempt's key)", set, err)
+	}
+	if v := direct(t, c, "n1").Get(ctx, "ghost").Val(); v != "mine" {
+		t.Errorf("the key after a SET NX reported not set: %q, want the client's own value", v)
+	}
+	if err := wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A reentrant acquire (Redisson's script) sent again after its reply was
+// lost runs twice: the client is granted one hold and the hash counts two,
+// so its one release leaves the lock held (Redisson #7367).
+func TestRealRetriedReentrantAcquireCountsTwice(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, cluster.Spec{Topology: topology(t, "independent:1"), Clients: 1})
+	ctx := context.Background()
+	addr, err := c.ClientAddr(0, "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	retrying := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: 3, ReadTimeout: 300 * time.Millisecond,
+		PoolSize: 1, DisableIdentity: true, Protocol: 2})
+	t.Cleanup(func() { _ = retrying.Close() })
+	l, err := reentrant.New(retrying, "tumbler:0", 30*time.Second, lock.WithValue(func() string { return "owner" }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Load the scripts first: an EVALSHA answered NOSCRIPT runs nothing.
+	warm, err := reentrant.New(retrying, "tumbler:warm", 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wl, err := warm.Acquire(ctx); err != nil || warm.Release(ctx, wl) != nil {
+		t.Fatalf("warm-up acquire: %v", err)
+	}
+	s := newSink()
+	wait := runPlan(t, mustPlan(t, `{"steps":[{"at":"100ms","fault":"reply-loss","nodes":["n1"],"for":"500ms"}]}`), realEnv(c, false), s)
+	s.wait(t, history.Start, "f1", 5*time.Second)
+	lease, err := l.Acquire(ctx)
+	if err != nil {
+		t.Fatalf("acquire across the reply loss: %v", err)
+	}
+	if err := wait(); err != nil {
+		t.Fatal(err)
+	}
+	n1 := direct(t, c, "n1")
+	count, err := n1.HGet(ctx, "tumbler:0", "owner").Int()
+	if err != nil || count < 2 {
+		t.Fatalf("hold count after one acquire resent across the loss: %d (%v), want at least 2", count, err)
+	}
+	if err := l.Release(ctx, lease); err != nil {
+		t.Fatalf("the one release: %v", err)
+	}
+	if n, _ := n1.Exists(ctx, "tumbler:0").Result(); n != 1 {
+		t.Fatalf("after the client's one release the lock is gone; want it still held (count %d)", count)
 	}
 }

@@ -363,6 +363,8 @@ func conflicts(steps []*compiled, from int, s Setup, window func(*compiled) (fro
 				if a.holder() || b.holder() || commonInt(a.Clients, b.Clients) {
 					why = fmt.Sprintf("both arm lock step %q of the same client", a.LockStep)
 				}
+			default:
+				why = settingsConflict(a, b, s)
 			}
 			if why != "" {
 				errs = append(errs, fmt.Errorf("%s: overlaps %s between %v and %v: %s", a.name(), b.name(), max(af, bf), min(at, bt), why))
@@ -370,6 +372,27 @@ func conflicts(steps []*compiled, from int, s Setup, window func(*compiled) (fro
 		}
 	}
 	return errs
+}
+
+// settingsKind is a kind that changes a node's settings and restores them
+// at its heal (memory, refuse-writes): a node takes one step of such a
+// kind at a time, and none during a failover, which moves roles.
+type settingsKind interface{ changesSettings() }
+
+// settingsConflict says why two overlapping steps collide over a node's
+// settings, or "".
+func settingsConflict(a, b *compiled, s Setup) string {
+	_, sa := a.kind.(settingsKind)
+	_, sb := b.kind.(settingsKind)
+	switch {
+	case sa && b.kind.traits().failover, sb && a.kind.traits().failover:
+		return "a node's settings cannot be changed during a failover"
+	case sa && sb && a.Fault == b.Fault:
+		if common(a.nodes(s), b.nodes(s)) != "" {
+			return fmt.Sprintf("both may change the settings of one node, and a node takes one %s step at a time", a.Fault)
+		}
+	}
+	return ""
 }
 
 func common(a, b []string) string {

@@ -94,11 +94,7 @@ func buildClientLocks(raw json.RawMessage) (workloads.Factory, func() error, err
 	if err != nil {
 		return nil, nil, fmt.Errorf("client lock spec: %w", err)
 	}
-	tweak := func(o *redis.Options) {
-		if cl.ReadTimeout > 0 {
-			o.ReadTimeout, o.WriteTimeout = cl.ReadTimeout, cl.ReadTimeout
-		}
-	}
+	tweak := cl.tweak
 	var clients []redis.UniversalClient
 	switch {
 	case cl.Lock.AllNodes():
@@ -125,14 +121,32 @@ func buildClientLocks(raw json.RawMessage) (workloads.Factory, func() error, err
 	return factory, closeAll, nil
 }
 
+// tweak is what the client's lock asks of lock.NewClient's settings: its
+// read timeout, and the retries of a client configured as users
+// configure go-redis (variants.Options.RedisRetries).
+func (cl ClientLock) tweak(o *redis.Options) {
+	if cl.ReadTimeout > 0 {
+		o.ReadTimeout, o.WriteTimeout = cl.ReadTimeout, cl.ReadTimeout
+	}
+	if cl.Lock.RedisRetries > 0 {
+		o.MaxRetries = cl.Lock.RedisRetries
+	}
+}
+
 // failoverClient follows the Sentinels' primary through the client's own
-// proxies, with lock.NewClient's settings (no retries, explicit timeouts).
+// proxies, with lock.NewClient's settings (explicit timeouts, and no
+// retries unless the lock's redis_retries asks for them).
 func failoverClient(v cluster.ClientView, login access.Login, tweak func(*redis.Options)) *redis.Client {
 	base := lock.NewClient("", tweak)
 	defer base.Close()
 	o := base.Options()
 	fo := v.FailoverOptions(login)
+	// o is normalized: its "none" is 0, which go-redis's failover options
+	// read as "the default, 3".
 	fo.MaxRetries = o.MaxRetries
+	if fo.MaxRetries == 0 {
+		fo.MaxRetries = -1
+	}
 	fo.DialTimeout, fo.ReadTimeout, fo.WriteTimeout = o.DialTimeout, o.ReadTimeout, o.WriteTimeout
 	fo.PoolSize = o.PoolSize
 	fo.DisableIdentity = o.DisableIdentity

@@ -78,6 +78,7 @@ func (f *planFlags) bind(fs *pflag.FlagSet) {
 	f.value(fs, span(&l.NodeTimeout), "node-timeout", "lock.node_timeout", "bound of one request to one node (redlock, redsync)").zero = "a positive duration (omit it for the lock's default)"
 	f.value(fs, optFloat{&l.DriftFactor, lock.DefaultOptions().DriftFactor}, "drift-factor", "lock.drift_factor", "clock drift allowance as a fraction of the TTL (redlock, redsync)")
 	f.bool(fs, &l.SetNXOnExtend, "setnx-on-extend", "lock.setnx_on_extend", "redsync's WithSetNXOnExtend: extend retakes a lapsed lock (redsync #147)")
+	f.int(fs, &l.RedisRetries, "redis-retries", "lock.redis_retries", "times the lock's Redis clients send a command again after a timeout or a network error (go-redis's MaxRetries; users' default is 3; default 0: a lost reply is an unknown outcome)")
 	f.value(fs, span(&l.ReadTimeout), "read-timeout", "lock.read_timeout", fmt.Sprintf("read timeout of the clients' Redis connections: a slower reply is an unknown outcome (default %v)", runner.DefaultReadTimeout)).zero = fmt.Sprintf("a positive duration (omit it for %v)", runner.DefaultReadTimeout)
 	f.str(fs, &l.Discovery, "discovery", "lock.discovery", "", "how clients of a topology with Sentinels find the primary: sentinel (ask the Sentinels, through the client's proxies) or fixed (the address of p) (default sentinel)")
 	f.value(fs, span(&p.TTL), "ttl", "ttl", fmt.Sprintf("lock TTL (default %v)", runner.DefaultTTL)).zero = fmt.Sprintf("at least 1ms (omit it for %v)", runner.DefaultTTL)

@@ -50,7 +50,20 @@ type Options struct {
 	// library, in any language, driven over the lock client protocol
 	// (clients/PROTOCOL.md).
 	Client *clients.Spec `json:"client,omitempty"`
+	// RedisRetries is how many times the lock's Redis clients send a
+	// command again after a network error or a timeout: go-redis's
+	// MaxRetries, whose default users keep is 3 (and so redsync's and
+	// redislock's clients). 0, tumbler's default, never does: a lost
+	// reply is an unknown outcome. With retries a SET NX whose reply was
+	// lost is sent again and answered "not set" by its own first attempt
+	// (Redisson #7367). For the locks built here, not a lock client
+	// program (whose library retries as its options say), at most
+	// MaxRedisRetries.
+	RedisRetries int `json:"redis_retries,omitempty"`
 }
+
+// MaxRedisRetries bounds Options.RedisRetries.
+const MaxRedisRetries = 10
 
 // Resolve is o with every relative span resolved against ttl: a client
 // whose lease is not the plan's TTL keeps the durations the plan meant.
@@ -116,6 +129,10 @@ func (s Spec) Validate() error {
 		return field.Errorf("drift_factor", "%g must be in [0, 1)", *s.DriftFactor)
 	case s.span(s.ThreadWaitTime) < 0:
 		return field.Errorf("thread_wait_time", "%v is negative", s.ThreadWaitTime)
+	case s.RedisRetries < 0 || s.RedisRetries > MaxRedisRetries:
+		return field.Errorf("redis_retries", "%v %d must be in [0, %d]", field.Self, s.RedisRetries, MaxRedisRetries)
+	case s.RedisRetries > 0 && info.Program:
+		return field.Errorf("redis_retries", "%v applies to the locks built here, not %s: a lock client program's library retries as its options say", field.Self, s.Label())
 	}
 	if kind := s.Kind(); kind == KindSemaphore && s.Permits < 1 {
 		return field.Errorf("permits", "%v %d, want at least 1", field.Self, s.Permits)

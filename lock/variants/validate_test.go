@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tumbler-dev/tumbler/clients"
 	"github.com/tumbler-dev/tumbler/internal/field"
 	"github.com/tumbler-dev/tumbler/spans"
 )
@@ -29,6 +30,9 @@ func TestSpecNamesTheField(t *testing.T) {
 		{Options{Variant: "nope"}, "variant", `lock.variant: unknown lock "nope"`},
 		{Options{Variant: "watchdog", Inner: "nope"}, "inner", `lock.inner: unknown lock "nope"`},
 		{Options{Variant: "single", Permits: 2}, "permits", "lock.permits applies only to semaphores, not single"},
+		{Options{Variant: "single", RedisRetries: -1}, "redis_retries", "lock.redis_retries -1 must be in [0, 10]"},
+		{Options{Variant: "redsync", RedisRetries: 11}, "redis_retries", "lock.redis_retries 11 must be in [0, 10]"},
+		{Options{Variant: ClientVariant, Client: &clients.Spec{Command: []string{"true"}}, RedisRetries: 3}, "redis_retries", "lock.redis_retries applies to the locks built here, not client"},
 	} {
 		err := Spec{Options: c.o, TTL: time.Second}.Validate()
 		var fe *field.Error
@@ -38,6 +42,11 @@ func TestSpecNamesTheField(t *testing.T) {
 		}
 		if got := field.Within("lock", err).Error(); !strings.Contains(got, c.want) {
 			t.Errorf("%+v: in a plan %q, want %q", c.o, got, c.want)
+		}
+	}
+	for _, v := range []string{"single", "watchdog", "redsync", "redislock", "reentrant"} {
+		if err := (Spec{Options: Options{Variant: v, RedisRetries: 3}, TTL: time.Second}).Validate(); err != nil {
+			t.Errorf("%s with redis_retries 3: %v", v, err)
 		}
 	}
 	for _, x := range []float64{0, 0.01, 0.99} {
