@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/checker"
+	"github.com/tumbler-dev/tumbler/coverage"
 	"github.com/tumbler-dev/tumbler/nemesis"
 	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/runner"
@@ -75,6 +76,9 @@ type Options struct {
 	Status func(Status)
 	// Run runs an attempt (default runner.Run).
 	Run RunFunc
+	// UntilCovered, when positive, ends the hunt once every dangerous
+	// window that counts for it was reached this many times (coverage.go).
+	UntilCovered int
 }
 
 // Status is a snapshot of a hunt in progress.
@@ -112,6 +116,9 @@ type Attempt struct {
 	// Error is the run's error, if it failed.
 	Error       string `json:"error,omitempty"`
 	Interrupted bool   `json:"interrupted,omitempty"`
+	// Reached counts the dangerous windows the attempt reached, by name
+	// (its coverage.json has when).
+	Reached map[string]int `json:"reached,omitempty"`
 }
 
 // Summary is a hunt's record, written to hunt.json as the hunt goes.
@@ -147,6 +154,8 @@ type Summary struct {
 	ExitCode int `json:"exit_code"`
 	// Shrink, when the found plan was shrunk, is the shrink's directory.
 	Shrink string `json:"shrink,omitempty"`
+	// Coverage adds up the attempts' coverage of the dangerous windows.
+	Coverage *coverage.Tally `json:"coverage,omitempty"`
 }
 
 // Found returns the first find, if any.
@@ -205,6 +214,9 @@ func Run(ctx context.Context, template runner.Plan, draw runner.Draw, o Options)
 			return nil, fmt.Errorf("%w: anomaly kind %q unknown (valid: %v)", runner.ErrPlan, k, checker.AnomalyKinds)
 		}
 	}
+	if o.UntilCovered < 0 {
+		return nil, fmt.Errorf("%w: until covered %d: want a count of reaches, at least 1 (0: not asked)", runner.ErrPlan, o.UntilCovered)
+	}
 	if draw.Concurrency == 0 {
 		draw.Concurrency = nemesis.DefaultConcurrency
 	}
@@ -241,6 +253,7 @@ func Run(ctx context.Context, template runner.Plan, draw runner.Draw, o Options)
 	h := &hunter{o: o, draw: draw, began: began, s: &Summary{
 		Name: o.Name, Dir: dir, Started: began, Budget: o.Budget, Template: template, Draw: draw,
 		Want: o.Want, After: o.After, First: -1, Attempts: []Attempt{},
+		Coverage: newTally(template, draw),
 	}}
 	h.s.Template.Faults, h.s.Template.Seed = nil, 0
 	err = h.loop(ctx, first)
@@ -274,6 +287,9 @@ func (h *hunter) loop(ctx context.Context, plan runner.Plan) error {
 			return nil
 		case h.s.Tried > 0 && h.o.Budget-time.Since(h.began) < limit:
 			h.s.Stopped = "budget spent"
+			return nil
+		case h.covered() != "":
+			h.s.Stopped = h.covered()
 			return nil
 		}
 		if seed != h.o.FirstSeed {
@@ -349,6 +365,7 @@ func (h *hunter) attempt(ctx context.Context, plan runner.Plan) (Attempt, error)
 		return a, err
 	}
 	a.Verdict, a.ExitCode, a.Interrupted = out.Judgement.Verdict, out.Judgement.ExitCode, out.Interrupted
+	h.cover(&a, out.Coverage)
 	if out.Dir != "" {
 		a.Dir, _ = filepath.Rel(h.s.Dir, out.Dir)
 	}

@@ -51,6 +51,7 @@ func (a *app) huntCmd() *cobra.Command {
 	var firstSeed int64
 	var seeds int
 	var keepGoing, noShrink, keepAll, asJSON bool
+	var cov coverageFlags
 	cmd := &cobra.Command{
 		Use:   "hunt --nemesis KINDS --budget D [flags] | hunt --like ROW --budget D",
 		Short: "Look for anomalies nobody scripted: random compound fault schedules, seed after seed, then shrink the first find",
@@ -92,6 +93,9 @@ three attempts in a row.`,
 			if err := huntArgs(cmd, budget, seeds); err != nil {
 				return failed(err)
 			}
+			if err := cov.check(); err != nil {
+				return failed(err)
+			}
 			so, err := sf.options(cmd, "shrink-budget")
 			if err != nil {
 				return failed(err)
@@ -117,6 +121,7 @@ three attempts in a row.`,
 			s, err := hunt.Run(ctx, template, draw, hunt.Options{
 				Name: name, Budget: budget, FirstSeed: firstSeed, MaxSeeds: seeds, Want: wanted, After: after,
 				KeepGoing: keepGoing, KeepAll: keepAll, Store: store, Log: a.log, Status: a.huntStatus,
+				UntilCovered: cov.until,
 			})
 			a.con.clear()
 			if err != nil {
@@ -145,6 +150,7 @@ three attempts in a row.`,
 	fs.StringVar(&store, "store", "store", "directory the runs' reports are kept in (the hunt's under store/hunts)")
 	fs.BoolVar(&asJSON, "json", false, "print hunt.json's summary (and the shrink's) instead of prose")
 	sf.bind(cmd, "shrink-budget")
+	cov.bind(cmd)
 	return cmd
 }
 
@@ -325,6 +331,7 @@ func (a *app) printHunt(s *hunt.Summary, sh *shrink.Result) {
 	} else {
 		a.con.printf("no anomaly found\n")
 	}
+	a.printHuntCoverage(s)
 	if sh != nil {
 		a.printShrink(sh)
 	}
