@@ -344,3 +344,34 @@ func TestWindowKindsAreFaultKinds(t *testing.T) {
 		}
 	}
 }
+
+func TestWeightPrefersWindowsReachedLeast(t *testing.T) {
+	s := five()
+	s.Kinds = []string{"partition", "restart", "clock"}
+	tl := NewTally(s)
+	restartEmpty := []Shape{{Kind: "restart", Lease: true, Empty: true}}
+	keep := []Shape{{Kind: "restart", Lease: true}}
+	random := []Shape{{Kind: "clock", Nodes: []string{"n9"}, Offset: time.Second}}
+	// Nothing reached yet: an empty restart of the lease aims at two
+	// windows, one with persistence at one, a clock off the lease at none.
+	if a, b, c := tl.Weight(restartEmpty, s), tl.Weight(keep, s), tl.Weight(random, s); !(a > b && b > c) {
+		t.Fatalf("weights %v, %v, %v: want decreasing", a, b, c)
+	}
+	for _, w := range Windows() {
+		if w.Aims(restartEmpty[0], s) != (w.Name == LeaseNodeFault || w.Name == RestartEmpty) {
+			t.Errorf("an empty restart of the lease: aims at %s %v", w.Name, w.Aims(restartEmpty[0], s))
+		}
+	}
+	// Once restart-empty was reached often, the scene weighs less.
+	before := tl.Weight(restartEmpty, s)
+	for range 5 {
+		tl.Add(&Run{Windows: []Result{{Name: RestartEmpty, Reached: 1}}})
+	}
+	if after := tl.Weight(restartEmpty, s); after >= before {
+		t.Fatalf("weight %v after 5 reaches, %v before", after, before)
+	}
+	cut := Shape{Kind: "partition", Cut: 2}
+	if w, _ := Lookup(BareMajority); !w.Aims(cut, s) || w.Aims(Shape{Kind: "partition", Cut: 3}, s) {
+		t.Errorf("a cut of 2 of 5 aims at a bare majority, of 3 does not")
+	}
+}

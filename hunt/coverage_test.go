@@ -94,3 +94,45 @@ func TestHuntUntilCovered(t *testing.T) {
 		t.Error("a negative UntilCovered was accepted")
 	}
 }
+
+// TestGuidedHuntSavesWhatItRan: a guided hunt draws other schedules than
+// an unguided one from the same seeds (the weights change what is drawn),
+// and each attempt's saved plan is exactly the plan it ran.
+func TestGuidedHuntSavesWhatItRan(t *testing.T) {
+	p := tmpl(t)
+	d := runner.Draw{Kinds: []nemesis.Kind{nemesis.Partition, nemesis.Restart, nemesis.Clock}}
+	hunt := func(guided bool) ([]runner.Plan, *Summary) {
+		var seen []runner.Plan
+		run := reaching(p, d, func(int64) map[string]int { return map[string]int{coverage.LeaseNodeFault: 2} })
+		s, err := Run(context.Background(), p, d, Options{Name: "h", Budget: time.Hour, Store: t.TempDir(), MaxSeeds: 4, Guided: guided,
+			Run: func(ctx context.Context, pl runner.Plan, o runner.Options) (*runner.Outcome, error) {
+				seen = append(seen, pl)
+				return run(ctx, pl, o)
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return seen, s
+	}
+	plain, _ := hunt(false)
+	guided, s := hunt(true)
+	if !s.Guided {
+		t.Error("hunt.json does not say the hunt was guided")
+	}
+	differ := 0
+	for i := range guided {
+		if string(plain[i].JSON()) != string(guided[i].JSON()) {
+			differ++
+		}
+		saved, err := runner.LoadPlan(filepath.Join(s.Dir, s.Attempts[i].Plan))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(saved.JSON()) != string(guided[i].JSON()) {
+			t.Errorf("seed %d: the saved plan is not the plan run", guided[i].Seed)
+		}
+	}
+	if differ == 0 {
+		t.Error("guided and unguided hunts drew the same four schedules")
+	}
+}

@@ -79,6 +79,9 @@ type Options struct {
 	// UntilCovered, when positive, ends the hunt once every dangerous
 	// window that counts for it was reached this many times (coverage.go).
 	UntilCovered int
+	// Guided: draw each attempt's schedule toward the dangerous windows
+	// reached least so far (guide.go).
+	Guided bool
 }
 
 // Status is a snapshot of a hunt in progress.
@@ -154,8 +157,10 @@ type Summary struct {
 	ExitCode int `json:"exit_code"`
 	// Shrink, when the found plan was shrunk, is the shrink's directory.
 	Shrink string `json:"shrink,omitempty"`
-	// Coverage adds up the attempts' coverage of the dangerous windows.
+	// Coverage adds up the attempts' coverage of the dangerous windows;
+	// Guided: the schedules were drawn toward the windows reached least.
 	Coverage *coverage.Tally `json:"coverage,omitempty"`
+	Guided   bool            `json:"guided,omitempty"`
 }
 
 // Found returns the first find, if any.
@@ -233,6 +238,10 @@ func Run(ctx context.Context, template runner.Plan, draw runner.Draw, o Options)
 		o.Run = runner.Run
 	}
 	template = template.Normalize()
+	tally := newTally(template, draw)
+	if o.Guided {
+		draw.Prefer = guide(template, tally, template.CoverageSetup(draw.Kinds))
+	}
 	// The first plan is drawn before anything is written: a template or a
 	// mix the run cannot take is bad input, refused up front.
 	first, err := template.WithDrawnFaults(o.FirstSeed, draw)
@@ -253,7 +262,7 @@ func Run(ctx context.Context, template runner.Plan, draw runner.Draw, o Options)
 	h := &hunter{o: o, draw: draw, began: began, s: &Summary{
 		Name: o.Name, Dir: dir, Started: began, Budget: o.Budget, Template: template, Draw: draw,
 		Want: o.Want, After: o.After, First: -1, Attempts: []Attempt{},
-		Coverage: newTally(template, draw),
+		Coverage: tally, Guided: o.Guided,
 	}}
 	h.s.Template.Faults, h.s.Template.Seed = nil, 0
 	err = h.loop(ctx, first)

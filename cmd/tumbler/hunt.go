@@ -121,7 +121,7 @@ three attempts in a row.`,
 			s, err := hunt.Run(ctx, template, draw, hunt.Options{
 				Name: name, Budget: budget, FirstSeed: firstSeed, MaxSeeds: seeds, Want: wanted, After: after,
 				KeepGoing: keepGoing, KeepAll: keepAll, Store: store, Log: a.log, Status: a.huntStatus,
-				UntilCovered: cov.until,
+				UntilCovered: cov.until, Guided: cov.guided,
 			})
 			a.con.clear()
 			if err != nil {

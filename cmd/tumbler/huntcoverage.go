@@ -11,12 +11,14 @@ import (
 
 // coverageFlags are a hunt's settings about the dangerous windows.
 type coverageFlags struct {
-	until int
+	until  int
+	guided bool
 }
 
 func (f *coverageFlags) bind(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.IntVar(&f.until, "until-covered", 0, "end the hunt once every dangerous window that counts for it was reached this many times (0: run the budget out)")
+	fs.BoolVar(&f.guided, "guided", hunt.DefaultGuided, "draw each attempt's schedule toward the dangerous windows reached least so far (each plan is saved and replays exactly)")
 }
 
 func (f *coverageFlags) check() error {
