@@ -206,6 +206,17 @@ func TestPromotedLackingKey(t *testing.T) {
 	if w := reached(t, judge(t, s, h), PromotedLackingKey); w.Reached != 1 {
 		t.Fatalf("a grant under a failover's cut: %+v", w)
 	}
+	// A latch's count-down whose reply was lost under the cut may have
+	// applied: the promoted replica may lack it.
+	h3 := &hist{}
+	h3.fault(history.Fault{ID: "f0", Kind: "failover", CutReplication: true}, 50, 2000)
+	h3.add(history.Op{Process: 0, Type: history.Invoke, F: history.CountDown, Key: "tumbler:0", Time: 300 * ms})
+	h3.add(history.Op{Process: 0, Type: history.Info, F: history.CountDown, Key: "tumbler:0", Time: 310 * ms})
+	latch := s
+	latch.Leases = false
+	if w := reached(t, judge(t, latch, h3), PromotedLackingKey); w.Reached != 1 {
+		t.Fatalf("an unknown count-down under a failover's cut: %+v", w)
+	}
 	h2 := &hist{}
 	h2.hold(0, 100, 1000, 900)
 	h2.fault(history.Fault{ID: "f0", Kind: "failover"}, 1500, 2000)

@@ -313,9 +313,10 @@ func (v *view) cutters(t int64) []string {
 }
 
 // writesKey reports whether o is a write to a lock's key that a replica
-// must see: an ok acquire, extend, init or count-down.
+// must see: an acquire, extend, init or count-down that happened, or may
+// have (ok or info).
 func writesKey(o history.Op) bool {
-	if o.IsNemesis() || o.Type != history.OK {
+	if o.IsNemesis() || (o.Type != history.OK && o.Type != history.Info) {
 		return false
 	}
 	switch o.F {
