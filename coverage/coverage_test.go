@@ -386,3 +386,15 @@ func TestWeightPrefersWindowsReachedLeast(t *testing.T) {
 		t.Errorf("a cut of 2 of 5 aims at a bare majority, of 3 does not")
 	}
 }
+
+func TestTallyMerge(t *testing.T) {
+	a, b := NewTally(one), NewTally(one)
+	a.Add(&Run{Windows: []Result{{Name: RestartEmpty, Reached: 2, AnomalyFollowed: true}}})
+	b.Add(&Run{Windows: []Result{{Name: RestartEmpty, Reached: 1}}})
+	b.Add(&Run{Windows: []Result{{Name: RestartEmpty}}})
+	a.Merge(b)
+	i := slices.IndexFunc(a.Windows, func(c Count) bool { return c.Name == RestartEmpty })
+	if c := a.Windows[i]; a.Runs != 3 || c.Reached != 3 || c.Runs != 2 || c.Followed != 1 {
+		t.Fatalf("merged: %d runs, %+v", a.Runs, c)
+	}
+}

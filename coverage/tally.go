@@ -118,3 +118,22 @@ func (t *Tally) Summary() []string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// Merge adds another tally of the same configuration (a shard of the same
+// hunt) to t.
+func (t *Tally) Merge(o *Tally) {
+	if o == nil {
+		return
+	}
+	t.Runs += o.Runs
+	for _, c := range o.Windows {
+		i := slices.IndexFunc(t.Windows, func(x Count) bool { return x.Name == c.Name })
+		if i < 0 {
+			t.Windows = append(t.Windows, c)
+			continue
+		}
+		t.Windows[i].Reached += c.Reached
+		t.Windows[i].Runs += c.Runs
+		t.Windows[i].Followed += c.Followed
+	}
+}
