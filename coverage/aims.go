@@ -15,8 +15,10 @@ type Shape struct {
 	Lease bool
 	Nodes []string
 	// Holder: it stops the holder of the next grant (selector "holder", or
-	// every client armed at a step on the way to a grant).
-	Holder bool
+	// every client armed at a step on the way to a grant); Acquiring: it
+	// stops a client inside its acquire (a step on the way to a grant).
+	Holder    bool
+	Acquiring bool
 	// Empty: the nodes come back without their data.
 	Empty bool
 	// Offset is the clock offset it sets; Stop how long it stops or cuts
@@ -43,6 +45,8 @@ func (w Window) Aims(sh Shape, s Setup) bool {
 		return slices.Contains(clockKinds, sh.Kind) && sh.Offset > s.Validity && onLease
 	case HolderStopped:
 		return slices.Contains(stopKinds, sh.Kind) && sh.Holder && sh.Stop > s.Validity
+	case AcquireStalled:
+		return slices.Contains(stallKinds, sh.Kind) && sh.Acquiring && sh.Stop > s.Validity
 	case PromotedLackingKey:
 		return sh.Kind == "failover" && sh.CutReplication
 	case LateRenewal:

@@ -398,3 +398,29 @@ func TestTallyMerge(t *testing.T) {
 		t.Fatalf("merged: %d runs, %+v", a.Runs, c)
 	}
 }
+
+func TestAcquireStalled(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		start, stop int64
+		want        int
+	}{
+		{"stopped inside the acquire past the validity", 105, 1500, 1},
+		{"stopped inside it, briefly", 105, 400, 0},
+		{"stopped before it asked", 50, 1500, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := &hist{}
+			h.fault(history.Fault{ID: "f0", Kind: "step-pause", Targets: []string{"client:0"}}, c.start, c.stop)
+			h.add(history.Op{Process: 0, Client: 0, Type: history.Invoke, F: history.Acquire, Key: "tumbler:0", Time: 100 * ms})
+			h.add(history.Op{Process: 0, Client: 0, Type: history.OK, F: history.Acquire, Key: "tumbler:0", Value: "v", ValidUntil: 1000 * ms, Time: (c.stop + 5) * ms})
+			if w := reached(t, judge(t, one, h), AcquireStalled); w.Reached != c.want {
+				t.Fatalf("reached %d, want %d: %+v", w.Reached, c.want, w)
+			}
+		})
+	}
+	w, _ := Lookup(AcquireStalled)
+	if !w.Aims(Shape{Kind: "step-pause", Acquiring: true, Stop: 2 * time.Second}, one) || w.Aims(Shape{Kind: "step-pause", Stop: 2 * time.Second}, one) {
+		t.Error("a long pause armed inside the acquire aims at the window; one at another step does not")
+	}
+}

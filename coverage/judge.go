@@ -443,3 +443,29 @@ func (v *view) withFaults(rs []Reach) []Reach {
 	}
 	return rs
 }
+
+func (v *view) acquiresStalled() []Reach {
+	var out []Reach
+	for i, o := range v.ops {
+		j := v.peer[i]
+		if o.IsNemesis() || o.F != history.Acquire || o.Type != history.Invoke || j < 0 || v.ops[j].Type != history.OK {
+			continue
+		}
+		done := v.ops[j].Time
+		for _, f := range v.faults {
+			if !slices.Contains(stallKinds, f.Kind) || !slices.Contains(clients(f), o.Client) {
+				continue
+			}
+			// Stopped after the request went out, before the grant came
+			// back, for longer than the lease was valid.
+			if f.Start < o.Time || f.Start >= done || f.Effect <= o.Time+int64(v.s.Validity) {
+				continue
+			}
+			out = append(out, Reach{From: f.Start, To: done, Faults: []string{f.ID},
+				Note: fmt.Sprintf("client %d stopped by %s inside its acquire on %q, granted %v after it asked", o.Client, f.Kind, o.Key,
+					time.Duration(done-o.Time).Round(time.Millisecond))})
+			break
+		}
+	}
+	return out
+}

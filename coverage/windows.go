@@ -12,6 +12,7 @@ const (
 	RestartEmpty       = "restart-empty"
 	ClockPastValidity  = "clock-past-validity"
 	HolderStopped      = "holder-stopped"
+	AcquireStalled     = "acquire-stalled"
 	PromotedLackingKey = "promoted-lacking-key"
 	LateRenewal        = "late-renewal"
 	LostAcquireReply   = "lost-acquire-reply"
@@ -21,6 +22,7 @@ const (
 var (
 	nodeKinds   = []string{"kill", "restart", "pause", "clock", "drift", "partition", "latency", "memory", "refuse-writes", "reply-loss"}
 	stopKinds   = []string{"client-pause", "client-starve", "step-pause", "client-partition", "partition"}
+	stallKinds  = []string{"client-pause", "client-starve", "step-pause"}
 	renewKinds  = []string{"client-pause", "client-starve", "step-pause", "client-partition", "partition", "latency", "pause", "reply-loss"}
 	replyKinds  = []string{"reply-loss", "latency"}
 	startKinds  = []string{"kill", "restart"}
@@ -47,6 +49,9 @@ func Windows() []Window {
 		{Name: HolderStopped, Label: "holder stopped or cut off past its validity",
 			Reason: "a pause or a partition that outlasts the lease: the holder wakes and acts on a lock that expired and may be granted again",
 			Kinds:  stopKinds, applies: leases, judge: (*view).holdersStopped},
+		{Name: AcquireStalled, Label: "client stopped inside its acquire past the validity",
+			Reason: "a lease counts from before the request: a client stalled on its way to a grant returns with one whose validity is gone, and acts on it unless it checks (Redisson's RedLock)",
+			Kinds:  stallKinds, applies: leases, judge: (*view).acquiresStalled},
 		{Name: PromotedLackingKey, Label: "replica promoted while lacking a held key",
 			Reason: "asynchronous replication: a replica that never saw a write to the lock becomes the primary without it",
 			Kinds:  promoteKind, applies: failover, judge: (*view).promotionsLackingKey},

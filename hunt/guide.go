@@ -39,6 +39,11 @@ func shapeOf(p runner.Plan, st nemesis.Step) coverage.Shape {
 	}
 	if st.Fault == nemesis.StepPause {
 		sh.Stop = st.Pause.Resolve(ttl) // armed for For, stopped for Pause
+		if info, err := p.Lock.Info(); err == nil {
+			for _, ls := range info.Steps {
+				sh.Acquiring = sh.Acquiring || ls.Acquiring && ls.Name == st.LockStep
+			}
+		}
 	}
 	persist := st.Persistence
 	if persist == "" {
