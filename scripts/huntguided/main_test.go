@@ -18,7 +18,9 @@ func TestRowsInCatalog(t *testing.T) {
 // TestRowMedian: the median is over the hunts that found, and says so when
 // some did not; a safe configuration that found something is not quiet.
 func TestRowMedian(t *testing.T) {
-	found := func(d time.Duration) *hunt.Summary { return &hunt.Summary{First: 0, TimeToFirst: d, Tried: 1, Attempts: []hunt.Attempt{{}}} }
+	found := func(d time.Duration) *hunt.Summary {
+		return &hunt.Summary{First: 0, TimeToFirst: d, Tried: 1, Attempts: []hunt.Attempt{{}}}
+	}
 	none := &hunt.Summary{First: -1, Tried: 2}
 	if got := row("c", "guided", []*hunt.Summary{found(10 * time.Second), found(30 * time.Second), found(20 * time.Second)}, false); got != "| c | guided | 3 | 3/3 | 20s | 3 | 0/0 |" {
 		t.Errorf("odd: %s", got)
