@@ -77,8 +77,8 @@ type Options struct {
 	// MaxSeeds, when positive, bounds the seeds: FirstSeed to
 	// FirstSeed+MaxSeeds-1 (a shard tries those it owns).
 	MaxSeeds int
-	// Parallel is how many attempts run at once (default 1), each on its
-	// own cluster and ports.
+	// Parallel is how many attempts run at once (default
+	// runner.DefaultParallel), each on its own cluster and ports.
 	Parallel int
 	// Shard, when set, makes this hunt part i of n of one larger hunt: it
 	// tries the seeds FirstSeed+i-1, FirstSeed+i-1+n, … (the plans the
@@ -363,7 +363,7 @@ func (o Options) withDefaults() Options {
 		o.FirstSeed = 1
 	}
 	if o.Parallel == 0 {
-		o.Parallel = 1
+		o.Parallel = runner.DefaultParallel
 	}
 	if o.Store == "" {
 		o.Store = "store"

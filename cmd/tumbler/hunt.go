@@ -165,7 +165,7 @@ three attempts in a row.`,
 	fs.DurationVar(&budget, "budget", 0, "how long the hunt may take (required)")
 	fs.Int64Var(&firstSeed, "first-seed", 1, "the first seed tried; each attempt takes the next")
 	fs.IntVar(&seeds, "seeds", 0, "try at most this many seeds, --first-seed on (0: as many as the budget allows)")
-	fs.IntVar(&parallel, "parallel", 1, "run this many attempts at once, each on its own cluster and ports")
+	fs.IntVar(&parallel, "parallel", runner.DefaultParallel, "run this many attempts at once, each on its own cluster and ports")
 	fs.StringVar(&shardFlag, "shard", "", "be part i of n (i/n) of one hunt: try seeds first+i-1, first+i-1+n, … (join the shards with \"hunt merge\")")
 	fs.StringSliceVar(&want, "want", nil, "anomaly kinds that count as a find (default: any; --like: the row's)")
 	fs.BoolVar(&keepGoing, "keep-going", false, "go on after a find until the budget is spent")
