@@ -242,3 +242,85 @@ func TestFindThatDoesNotReplay(t *testing.T) {
 		t.Errorf("headline %q does not say the find did not replay", s.Headline())
 	}
 }
+
+// TestMergeShards: three shards of seeds 1..9 merge into the hunt one
+// would have run (its attempts in seed order, the lowest find first, plans
+// linked where the shards keep them); mismatched, repeated and missing
+// shards are refused by name.
+func TestMergeShards(t *testing.T) {
+	root := t.TempDir()
+	w := &world{bad: map[int64]bool{5: true, 8: true}}
+	var dirs []string
+	for i := 1; i <= 3; i++ {
+		s, err := Run(context.Background(), tmpl(t), draw, Options{Name: "h", Budget: time.Hour, MaxSeeds: 9, KeepGoing: true,
+			Shard: &matrix.Shard{Index: i, Count: 3}, Store: filepath.Join(root, "shard"+itoa(int64(i))), Run: w.run})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, s.Dir)
+	}
+	out := filepath.Join(root, "all")
+	m, err := Merge(out, dirs[2], dirs[0], dirs[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := seedsOf(m.Attempts)
+	if len(got) != 9 || m.Tried != 9 || m.FaultsApplied != 9 || m.First != 4 || m.ExitCode != outcome.ExitInvalid || len(m.Shards) != 3 {
+		t.Fatalf("merged: seeds %v tried %d faults %d first %d exit %d shards %v", got, m.Tried, m.FaultsApplied, m.First, m.ExitCode, m.Shards)
+	}
+	for i, a := range m.Attempts {
+		if a.Seed != int64(i+1) {
+			t.Fatalf("not in seed order: %v", got)
+		}
+		if _, err := os.Stat(filepath.Join(out, a.Plan)); err != nil {
+			t.Errorf("seed %d: its plan is not where the merged hunt links it: %v", a.Seed, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, m.Attempts[4].Dir, "..")); err != nil || m.Attempts[4].Dir == "" {
+		t.Errorf("the find's report is not linked: %q %v", m.Attempts[4].Dir, err)
+	}
+	disk, err := Load(out)
+	if err != nil || disk.Tried != 9 || !strings.Contains(disk.Stopped, "merged from 3 shards") {
+		t.Fatalf("merged hunt.json: %v %+v", err, disk)
+	}
+
+	// Refusals.
+	other := tmpl(t)
+	other.Workload.Clients = 3
+	odd, err := Run(context.Background(), other, draw, Options{Name: "h", Budget: time.Hour, MaxSeeds: 9, Shard: &matrix.Shard{Index: 3, Count: 3},
+		Store: filepath.Join(root, "odd"), Run: w.run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := Run(context.Background(), tmpl(t), draw, Options{Name: "h", Budget: time.Hour, MaxSeeds: 1, Store: filepath.Join(root, "whole"), Run: w.run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	half, err := Run(context.Background(), tmpl(t), draw, Options{Name: "h", Budget: time.Hour, MaxSeeds: 2, Shard: &matrix.Shard{Index: 1, Count: 2},
+		Store: filepath.Join(root, "half"), Run: w.run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		dirs []string
+		want []string
+	}{
+		"missing":  {dirs[:2], []string{"shard 3/3 missing"}},
+		"twice":    {[]string{dirs[0], dirs[1], dirs[1]}, []string{"shard 2/3 given twice"}},
+		"template": {[]string{dirs[0], dirs[1], odd.Dir}, []string{"template differs", "workload"}},
+		"no hunt":  {[]string{dirs[0], dirs[1], filepath.Join(root, "none")}, []string{"no hunt here"}},
+		"count":    {[]string{dirs[0], half.Dir}, []string{"shard 1/2", "not shards of one hunt"}},
+		"whole":    {[]string{dirs[0], whole.Dir}, []string{"not a shard"}},
+	} {
+		_, err := Merge(filepath.Join(root, "bad-"+name), c.dirs...)
+		if !errors.Is(err, outcome.ErrInput) {
+			t.Errorf("%s: %v, want bad input", name, err)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %q does not say %q", name, err, w)
+			}
+		}
+	}
+}

@@ -174,6 +174,38 @@ three attempts in a row.`,
 	fs.StringVar(&store, "store", "store", "directory the runs' reports are kept in (the hunt's under store/hunts)")
 	fs.BoolVar(&asJSON, "json", false, "print hunt.json's summary (and the shrink's) instead of prose")
 	sf.bind(cmd, "shrink-budget")
+	cmd.AddCommand(a.huntMergeCmd())
+	return cmd
+}
+
+func (a *app) huntMergeCmd() *cobra.Command {
+	var out string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "merge DIR... --out DIR",
+		Short: "Join the shards of one hunt (hunt --shard i/n) into one hunt.json and page",
+		Long: `merge joins the hunt directories that "tumbler hunt --shard i/n" made on
+several runners (each holds hunt.json; store/hunts/latest is the last hunt of a
+store) into one hunt.json and index.html in --out: every attempt in seed
+order, linked to its plan and report where its shard keeps them, and the
+first find over all shards. Shards of different hunts (another
+configuration, fault kinds, wanted kinds, seeds or replays), a shard given
+twice and a missing shard are refused.
+
+Exit codes as hunt: 1 a shard found an anomaly of a wanted kind, 0 none did,
+2 a shard was interrupted (or an attempt unknown), 255 a shard's harness kept
+failing, 254 shards that do not fit together.`,
+		Example: `  tumbler hunt merge shard1/hunts/latest shard2/hunts/latest shard3/hunts/latest --out all/`,
+		RunE: func(_ *cobra.Command, dirs []string) error {
+			s, err := hunt.Merge(out, dirs...)
+			if err != nil {
+				return failed(err)
+			}
+			return a.huntOutcome(s, nil, nil, asJSON)
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", ".", "directory for the merged hunt.json and index.html")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the merged hunt.json instead of prose")
 	return cmd
 }
 
