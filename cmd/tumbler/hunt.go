@@ -346,6 +346,10 @@ func (a *app) shrinkFind(ctx context.Context, s *hunt.Summary, found hunt.Attemp
 		so.Kinds = slices.DeleteFunc(slices.Clone(found.Kinds), func(k checker.Kind) bool { return !slices.Contains(s.Want, k) })
 	}
 	so.Dir = filepath.Join(s.Dir, "shrink")
+	if found.Replays != nil && len(found.Replays.Dirs) > 0 {
+		// The hunt replayed it k of R times already.
+		so.Confirmed = filepath.Join(s.Dir, found.Replays.Dirs[0])
+	}
 	so.Found = fmt.Sprintf("found by tumbler hunt, seed %d", found.Seed)
 	so.Log = a.log
 	so.Progress = a.shrinkStatus
