@@ -198,7 +198,7 @@ func TestInterruptedAttemptCounts(t *testing.T) {
 // find replays: that one is the find to shrink, and both are listed.
 func TestFindThatDoesNotReplay(t *testing.T) {
 	w := &world{bad: map[int64]bool{2: true, 4: true}, flaky: map[int64]bool{2: true}}
-	s, err := Run(context.Background(), tmpl(t), draw, Options{Name: "h", Budget: time.Hour, Replays: 3, Need: 2, Store: t.TempDir(), Run: w.run})
+	s, err := Run(context.Background(), tmpl(t), draw, Options{Name: "h", Parallel: 1, Budget: time.Hour, Replays: 3, Need: 2, Store: t.TempDir(), Run: w.run})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func TestInterruptedRealAttemptCounts(t *testing.T) {
 			cancel()
 		}
 	}
-	s, err := Run(ctx, p, d, Options{Name: "interrupt", Budget: time.Hour, Store: t.TempDir(), Status: status})
+	s, err := Run(ctx, p, d, Options{Name: "interrupt", Parallel: 1, Budget: time.Hour, Store: t.TempDir(), Status: status})
 	if err != nil {
 		t.Fatal(err)
 	}
