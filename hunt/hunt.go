@@ -269,7 +269,7 @@ func (s *Summary) settle() {
 		if s.First < 0 {
 			s.First, s.TimeToFirst = i, a.Start+a.FirstAnomaly
 		}
-		if s.Replayed < 0 && a.Replays.alike() {
+		if s.Replayed < 0 && a.Replays.Reproduced() {
 			s.Replayed = i
 		}
 	}

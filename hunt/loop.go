@@ -149,11 +149,11 @@ func (h *hunter) record(f finished) error {
 		err = nil
 	default:
 		h.failedInARow = 0
-		if a.Found && a.Replays != nil && !a.Replays.alike() && !a.Replays.Interrupted {
+		if a.Found && a.Replays != nil && !a.Replays.Reproduced() && !a.Replays.Interrupted {
 			h.o.Log.Warn("a find that does not replay: kept; the hunt goes on for one that does", "seed", a.Seed,
 				"alike", a.Replays.Alike, "replays", a.Replays.Replayed, "need", a.Replays.Need)
 		}
-		if a.Found && !h.o.KeepGoing && (h.o.Replays == 0 || a.Replays.alike()) {
+		if a.Found && !h.o.KeepGoing && (h.o.Replays == 0 || a.Replays.Reproduced()) {
 			h.stop("anomaly found")
 			h.abandonAbove(a.Seed)
 		}

@@ -31,6 +31,10 @@ func Load(dir string) (*Summary, error) {
 		return nil, outcome.Input(fmt.Errorf("%s: %w", path, err))
 	}
 	s.Dir = filepath.Dir(path)
+	// A store's hunts/latest moves on with the next hunt: name the hunt.
+	if real, err := filepath.EvalSymlinks(s.Dir); err == nil {
+		s.Dir = real
+	}
 	return &s, nil
 }
 

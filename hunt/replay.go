@@ -24,8 +24,9 @@ type Replays struct {
 	Interrupted bool `json:"interrupted,omitempty"`
 }
 
-// alike says whether the find replayed: Need of its replays failed alike.
-func (r *Replays) alike() bool { return r != nil && r.Need > 0 && r.Alike >= r.Need }
+// Reproduced says whether the find replayed: Need of its replays failed
+// alike.
+func (r *Replays) Reproduced() bool { return r != nil && r.Need > 0 && r.Alike >= r.Need }
 
 // replay replays a find's plan up to Replays times into the hunt's
 // replays/ directory and records how often it failed alike in a.Replays.
@@ -70,7 +71,7 @@ func (h *hunter) replayedBelow(seed int64) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, a := range h.s.Attempts {
-		if a.Seed < seed && a.Replays.alike() {
+		if a.Seed < seed && a.Replays.Reproduced() {
 			return true
 		}
 	}

@@ -423,8 +423,11 @@ func (a *app) printReplays(s *hunt.Summary) {
 			continue
 		}
 		verdict := "does not replay: kept, not shrunk"
-		if i == s.Replayed {
-			verdict = "replays"
+		switch {
+		case i == s.Replayed:
+			verdict = "replays: the find shrunk"
+		case at.Replays.Reproduced():
+			verdict = "replays too"
 		}
 		a.con.printf("  seed %d's find %s (%s); plan %s\n", at.Seed, verdict, at.Replays, filepath.Join(s.Dir, at.Plan))
 	}
