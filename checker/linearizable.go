@@ -104,21 +104,51 @@ func checkLinearizable(p *prepared, res *Result, r *report) {
 // that cannot change the verdict: failed calls (no effect), extends with
 // unknown outcome (no promise made), and in the non-reentrant model
 // unknown acquires whose lease is never extended and unknown releases that
-// no later acquire needs (prune; see the arguments in the comments below,
-// and TestLinearizabilityPruningKeepsVerdicts). Fewer pending unknowns keep
+// no later acquire needs (prune; see the arguments in linOpMaker.op, and
+// TestLinearizabilityPruningKeepsVerdicts). Fewer pending unknowns keep
 // porcupine's search near linear. The operations come in one slice per
 // key, in the order of the calls.
 func linOps(p *prepared, prune bool) (keys [][]linOp, dropped int) {
-	keyIdx := make(map[string]int32, len(p.keys))
-	for i, k := range p.keys {
-		keyIdx[k] = int32(i)
+	m := newLinOpMaker(p, prune)
+	// Count, then fill slices of the right size: no slice grows, and no
+	// flat copy of them all exists next to them.
+	count := make([]int, len(p.keys))
+	for i := range p.calls {
+		o, kept, leftOut := m.op(i)
+		if kept {
+			count[o.in.key]++
+		}
+		if leftOut {
+			dropped++
+		}
 	}
-	reentrant := p.cfg.Reentrant
-	// Per lease (calls index): is it ever extended (ok), and the largest
-	// validity promised.
-	extended := make([]bool, len(p.calls))
-	maxVU := make([]int64, len(p.calls))
-	okRets := make([][]int64, len(p.keys)) // ok acquire returns per key
+	keys = make([][]linOp, len(p.keys))
+	for k, n := range count {
+		keys[k] = make([]linOp, 0, n)
+	}
+	for i := range p.calls {
+		if o, kept, _ := m.op(i); kept {
+			keys[o.in.key] = append(keys[o.in.key], o)
+		}
+	}
+	return slices.DeleteFunc(keys, func(ops []linOp) bool { return len(ops) == 0 }), dropped
+}
+
+// linLeases is what pruning needs to know of the ok calls: per lease
+// (calls index) whether it is ever extended and the largest validity
+// promised, and per key the returns of its ok acquires, sorted.
+type linLeases struct {
+	extended []bool
+	maxVU    []int64
+	okRets   [][]int64
+}
+
+func linLeasesOf(p *prepared, keyIdx map[string]int32) linLeases {
+	l := linLeases{
+		extended: make([]bool, len(p.calls)),
+		maxVU:    make([]int64, len(p.calls)),
+		okRets:   make([][]int64, len(p.keys)),
+	}
 	for i := range p.calls {
 		c := &p.calls[i]
 		if c.typ != history.OK {
@@ -126,95 +156,100 @@ func linOps(p *prepared, prune bool) (keys [][]linOp, dropped int) {
 		}
 		switch c.f {
 		case history.Acquire:
-			maxVU[i] = max(maxVU[i], c.vu)
-			okRets[keyIdx[c.key]] = append(okRets[keyIdx[c.key]], c.ret)
+			l.maxVU[i] = max(l.maxVU[i], c.vu)
+			l.okRets[keyIdx[c.key]] = append(l.okRets[keyIdx[c.key]], c.ret)
 		case history.Extend:
 			if c.lease >= 0 {
-				extended[c.lease] = true
-				maxVU[c.lease] = max(maxVU[c.lease], c.vu)
+				l.extended[c.lease] = true
+				l.maxVU[c.lease] = max(l.maxVU[c.lease], c.vu)
 			}
 		}
 	}
-	for _, r := range okRets {
+	for _, r := range l.okRets {
 		slices.Sort(r)
 	}
-	keptAcquire := func(lease int32) bool {
-		if lease < 0 {
-			return false
-		}
-		a := &p.calls[lease]
-		return a.typ == history.OK || (a.typ == history.Info && (extended[lease] || !prune))
+	return l
+}
+
+// linOpMaker makes each lock call's operation and says whether linOps
+// keeps it.
+type linOpMaker struct {
+	p                *prepared
+	keyIdx           map[string]int32
+	leases           linLeases
+	prune, reentrant bool
+	infinity         int64 // an unknown outcome's return: the history's end + 1
+}
+
+func newLinOpMaker(p *prepared, prune bool) *linOpMaker {
+	keyIdx := make(map[string]int32, len(p.keys))
+	for i, k := range p.keys {
+		keyIdx[k] = int32(i)
 	}
-	infinity := p.end + 1
-	// op is call i's operation, if kept.
-	op := func(i int) (linOp, bool) {
-		c := &p.calls[i]
-		in := &linInput{key: keyIdx[c.key], call: int32(i), ret: c.ret, vu: c.vu, info: c.typ == history.Info}
-		if in.info {
-			in.ret = math.MaxInt64
-		}
-		keep := c.typ != history.Fail
-		switch c.f {
-		case history.Acquire:
-			in.kind, in.id = linAcquire, int32(i)
-			// An unknown acquire matters only if its lease is extended:
-			// taking effect, it blocks others no more than the lease it
-			// replaces, and a release of it undoes it.
-			keep = keep && (reentrant || !prune || !in.info || extended[int32(i)])
-		case history.Release:
-			in.kind, in.id = linRelease, c.lease
-			if !reentrant {
-				keep = keep && keptAcquire(c.lease)
-				// An unknown release matters only if some acquire returned
-				// no earlier than its invoke and before its lease's validity
-				// ended: any other acquire takes over the lease anyway.
-				if keep && in.info && prune {
-					r := okRets[in.key]
-					j, _ := slices.BinarySearch(r, c.call)
-					keep = j < len(r) && r[j] < maxVU[c.lease]
-				}
+	return &linOpMaker{
+		p: p, keyIdx: keyIdx, leases: linLeasesOf(p, keyIdx),
+		prune: prune, reentrant: p.cfg.Reentrant, infinity: p.end + 1,
+	}
+}
+
+// keptAcquire says whether the acquire of lease is kept.
+func (m *linOpMaker) keptAcquire(lease int32) bool {
+	if lease < 0 {
+		return false
+	}
+	a := &m.p.calls[lease]
+	return a.typ == history.OK || (a.typ == history.Info && (m.leases.extended[lease] || !m.prune))
+}
+
+// op is call i's operation; kept says whether linOps keeps it, leftOut
+// whether it is a lock call left out.
+func (m *linOpMaker) op(i int) (o linOp, kept, leftOut bool) {
+	c := &m.p.calls[i]
+	in := &linInput{key: m.keyIdx[c.key], call: int32(i), ret: c.ret, vu: c.vu, info: c.typ == history.Info}
+	if in.info {
+		in.ret = math.MaxInt64
+	}
+	keep := c.typ != history.Fail
+	switch c.f {
+	case history.Acquire:
+		in.kind, in.id = linAcquire, int32(i)
+		// An unknown acquire matters only if its lease is extended:
+		// taking effect, it blocks others no more than the lease it
+		// replaces, and a release of it undoes it.
+		keep = keep && (m.reentrant || !m.prune || !in.info || m.leases.extended[int32(i)])
+	case history.Release:
+		in.kind, in.id = linRelease, c.lease
+		if !m.reentrant {
+			keep = keep && m.keptAcquire(c.lease)
+			// An unknown release matters only if some acquire returned
+			// no earlier than its invoke and before its lease's validity
+			// ended: any other acquire takes over the lease anyway.
+			if keep && in.info && m.prune {
+				r := m.leases.okRets[in.key]
+				j, _ := slices.BinarySearch(r, c.call)
+				keep = j < len(r) && r[j] < m.leases.maxVU[c.lease]
 			}
-		case history.Extend:
-			in.kind, in.id = linExtend, c.lease
-			keep = keep && !in.info
-			if c.lease < 0 {
-				in.id = -2 - int32(i) // a lease nobody granted: never the holder
-			}
-		default:
-			return linOp{}, false
 		}
-		if reentrant {
-			in.id = int32(c.proc)
+	case history.Extend:
+		in.kind, in.id = linExtend, c.lease
+		keep = keep && !in.info
+		if c.lease < 0 {
+			in.id = -2 - int32(i) // a lease nobody granted: never the holder
 		}
-		if !keep {
-			dropped++
-			return linOp{}, false
-		}
-		ret := c.ret
-		if in.info {
-			ret = infinity
-		}
-		return linOp{in: *in, call: c.call, ret: ret, client: int32(c.proc)}, true
+	default:
+		return linOp{}, false, false
 	}
-	// Count, then fill slices of the right size: no slice grows, and no
-	// flat copy of them all exists next to them.
-	count := make([]int, len(p.keys))
-	for i := range p.calls {
-		if o, ok := op(i); ok {
-			count[o.in.key]++
-		}
+	if m.reentrant {
+		in.id = int32(c.proc)
 	}
-	keys = make([][]linOp, len(p.keys))
-	for k, n := range count {
-		keys[k] = make([]linOp, 0, n)
+	if !keep {
+		return linOp{}, false, true
 	}
-	dropped = 0
-	for i := range p.calls {
-		if o, ok := op(i); ok {
-			keys[o.in.key] = append(keys[o.in.key], o)
-		}
+	ret := c.ret
+	if in.info {
+		ret = m.infinity
 	}
-	return slices.DeleteFunc(keys, func(ops []linOp) bool { return len(ops) == 0 }), dropped
+	return linOp{in: *in, call: c.call, ret: ret, client: int32(c.proc)}, true, false
 }
 
 // linOp is a lock call as porcupine sees it, kept compact: a million of

@@ -47,30 +47,8 @@ func checkPieces(model porcupine.Model, pieces []linPiece, timeout time.Duration
 	out := make([]pieceOutcome, len(pieces))
 	workers := runtime.GOMAXPROCS(0)
 	share := memory / int64(workers)
-	// First the order in which the operations returned: most pieces of a
-	// correct lock's history are linearizable in it, and need no search.
-	var todo []int
-	var tmu sync.Mutex
-	var cursor atomic.Int64
+	todo := notAsReturned(pieces, workers)
 	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			var order []int
-			for {
-				i := int(cursor.Add(1)) - 1
-				if i >= len(pieces) {
-					return
-				}
-				if order = linearizableAsReturned(pieces[i].ops, order); order == nil {
-					tmu.Lock()
-					todo = append(todo, i)
-					tmu.Unlock()
-				}
-			}
-		})
-	}
-	wg.Wait()
-	slices.Sort(todo)
 	var (
 		mu   sync.Mutex
 		room = sync.NewCond(&mu)
@@ -138,6 +116,36 @@ func checkPieces(model porcupine.Model, pieces []linPiece, timeout time.Duration
 	}
 	wg.Wait()
 	return out
+}
+
+// notAsReturned lists, in order, the pieces the model does not accept in
+// the order their operations returned (most pieces of a correct lock's
+// history it does, and they need no search), checking them on workers
+// goroutines.
+func notAsReturned(pieces []linPiece, workers int) []int {
+	var todo []int
+	var tmu sync.Mutex
+	var cursor atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			var order []int
+			for {
+				i := int(cursor.Add(1)) - 1
+				if i >= len(pieces) {
+					return
+				}
+				if order = linearizableAsReturned(pieces[i].ops, order); order == nil {
+					tmu.Lock()
+					todo = append(todo, i)
+					tmu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	slices.Sort(todo)
+	return todo
 }
 
 // linearizableAsReturned says whether the model accepts ops in the order
