@@ -156,29 +156,6 @@ type run struct {
 	result      *checker.Result
 }
 
-// makeDir creates the run directory with plan.json and points latest at it.
-func (r *run) makeDir() error {
-	name := r.plan.Name
-	stamp := r.began.Format("20060102T150405.000")
-	r.dir = filepath.Join(r.opts.Store, name, stamp)
-	if err := os.MkdirAll(r.dir, 0o755); err != nil {
-		return fmt.Errorf("run directory: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(r.dir, "plan.json"), r.plan.JSON(), 0o644); err != nil {
-		return fmt.Errorf("run directory: %w", err)
-	}
-	for _, l := range []struct{ link, target string }{
-		{filepath.Join(r.opts.Store, "latest"), filepath.Join(name, stamp)},
-		{filepath.Join(r.opts.Store, name, "latest"), stamp},
-	} {
-		_ = os.Remove(l.link)
-		if err := os.Symlink(l.target, l.link); err != nil {
-			r.log.Warn("cannot update the latest link", "link", l.link, "err", err)
-		}
-	}
-	return nil
-}
-
 // execute brings the cluster up, records the workload and the nemesis
 // against it into the history on disk, and takes the cluster down.
 func (r *run) execute(ctx context.Context) (err error) {

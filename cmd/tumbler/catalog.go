@@ -105,6 +105,7 @@ type rowResult struct {
 
 func (a *app) reproduceCmd() *cobra.Command {
 	var all, asJSON bool
+	var parallel int
 	var file, store string
 	var seed int64
 	var target targetFlags
@@ -116,6 +117,7 @@ you wrote yourself (--file: the catalog's JSON — name, what, source, expect,
 plan), and says plainly whether the run gave the documented verdict: the
 anomaly an "invalid" row names, none for a "valid" row. A run slower than 30 s
 or interrupted does not count. Each run writes its report under --store.
+--parallel N runs N rows at once, each on its own cluster and ports.
 
 --provider, --external, --server and the --auth-*/--tls-* flags run the rows
 where "tumbler run" would: in containers, against your deployment (an
@@ -130,11 +132,15 @@ Exit codes: 0 when every run matched its row's expectation, 1 when one did not,
   tumbler reproduce single-failover --provider docker
   tumbler reproduce redlock-restart-empty --external deploy/external.json --server valkey
   tumbler reproduce --all --json
+  tumbler reproduce --all --parallel 2
   tumbler reproduce --file my-row.json`,
 		RunE: func(cmd *cobra.Command, names []string) error {
 			rows, err := reproduceRows(all, file, names)
 			if err != nil {
 				return err
+			}
+			if parallel < 1 {
+				return fmt.Errorf("--parallel: %d, want at least 1 run at once", parallel)
 			}
 			t, err := target.target()
 			if err != nil {
@@ -149,30 +155,47 @@ Exit codes: 0 when every run matched its row's expectation, 1 when one did not,
 			}
 			ctx, stop := a.interruptible(cmd.Context())
 			defer stop()
-			var results []rowResult
+			opts := runner.Options{Store: store, Log: a.log}
+			if file != "" {
+				opts.Command = "tumbler " + shellJoin([]string{"reproduce", "--file", file, "--seed", fmt.Sprint(seed)})
+			}
+			// Runs at once end in any order: each is said as it ends, and
+			// --json lists them in the rows' order.
+			byRow := make([]*rowResult, len(rows))
+			var refused error
 			mismatch, errored := false, false
-			for _, s := range rows {
-				if ctx.Err() != nil {
-					break
+			_, _ = scenarios.RunMatrix(ctx, rows, []int64{seed}, nil, parallel, opts, func(p scenarios.MatrixProgress) {
+				switch {
+				case p.Run != nil:
+					a.statusFunc(fmt.Sprintf("%s seed %d", p.Scenario.Name, seed))(*p.Run)
+					return
+				case p.Result == nil:
+					a.log.Info("reproduce", "scenario", p.Scenario.Name, "seed", seed, "expected", p.Scenario.Expect.String())
+					return
 				}
-				opts := runner.Options{Store: store, Log: a.log, Status: a.statusFunc(fmt.Sprintf("%s seed %d", s.Name, seed))}
-				if file != "" {
-					opts.Command = "tumbler " + shellJoin([]string{"reproduce", "--file", file, "--seed", fmt.Sprint(seed)})
-				}
-				a.log.Info("reproduce", "scenario", s.Name, "seed", seed, "expected", s.Expect.String())
-				j, out, err := scenarios.Reproduce(ctx, s, seed, opts)
 				a.con.clear()
-				if err != nil && errors.Is(err, outcome.ErrInput) {
-					return failed(err)
+				j := *p.Result
+				if errors.Is(p.Err, outcome.ErrInput) && refused == nil {
+					refused = p.Err
 				}
 				mismatch = mismatch || (j.Error == "" && !j.Matched)
 				errored = errored || j.Error != ""
-				results = append(results, rowResultOf(s, j))
+				r := rowResultOf(p.Scenario, j)
+				byRow[p.Index-1] = &r
 				if !asJSON {
-					a.con.printf("%s\n", scenarios.Describe(s, j))
-					if out != nil && out.Result != nil && out.Report.Has("index.html") {
+					a.con.printf("%s\n", scenarios.Describe(p.Scenario, j))
+					if out := p.Outcome; out != nil && out.Result != nil && out.Report.Has("index.html") {
 						a.con.printf("  report: %s\n", out.Report.Index())
 					}
+				}
+			})
+			if refused != nil {
+				return failed(refused)
+			}
+			var results []rowResult
+			for _, r := range byRow {
+				if r != nil {
+					results = append(results, *r)
 				}
 			}
 			interrupted := ctx.Err() != nil && len(results) < len(rows)
@@ -192,6 +215,7 @@ Exit codes: 0 when every run matched its row's expectation, 1 when one did not,
 	}
 	fs := cmd.Flags()
 	fs.BoolVar(&all, "all", false, "run every catalog row")
+	fs.IntVar(&parallel, "parallel", runner.DefaultParallel, "run this many rows at once, each on its own cluster and ports")
 	fs.StringVar(&file, "file", "", "run a row written as JSON (the catalog's format)")
 	fs.Int64Var(&seed, "seed", 1, "seed of the run")
 	fs.StringVar(&store, "store", "store", "directory the runs' reports are kept in")
