@@ -18,79 +18,22 @@ type span struct{ from, to int64 }
 func checkLiveness(p *prepared, res *Result, r *report) {
 	ttl := int64(p.cfg.TTL)
 	limit := int64(p.cfg.LivenessK * float64(ttl))
-	var acquires []*call
-	for i := range p.calls {
-		if c := &p.calls[i]; c.f == history.Acquire && c.done >= 0 {
-			acquires = append(acquires, c)
-		}
-	}
+	acquires := finishedAcquires(p)
 	r.stat("limit_ns", limit)
-	slices.SortFunc(acquires, func(a, b *call) int { return cmp.Compare(a.ret, b.ret) })
-	count := func(from, to int64) Attempts {
-		a := Attempts{From: from, To: to}
-		i, _ := slices.BinarySearchFunc(acquires, from, func(c *call, t int64) int { return cmp.Compare(c.ret, t) })
-		for ; i < len(acquires) && acquires[i].ret < to; i++ {
-			switch acquires[i].typ {
-			case history.OK:
-				a.OK++
-			case history.Fail:
-				a.Fail++
-			default:
-				a.Unknown++
-			}
-		}
-		if n := a.OK + a.Fail + a.Unknown; n > 0 {
-			a.SuccessRate = float64(a.OK) / float64(n)
-		}
-		return a
-	}
-	within := func(from, to int64) Attempts {
-		a := Attempts{From: from, To: to}
-		for _, c := range acquires {
-			if c.call < from || c.ret >= to {
-				continue
-			}
-			switch c.typ {
-			case history.OK:
-				a.OK++
-			case history.Fail:
-				a.Fail++
-			default:
-				a.Unknown++
-			}
-		}
-		if n := a.OK + a.Fail + a.Unknown; n > 0 {
-			a.SuccessRate = float64(a.OK) / float64(n)
-		}
-		return a
-	}
 	var excluded []span // faults, and a TTL after each to recover
 	for _, f := range p.faults {
 		d := max(f.Stop-f.Start, ttl)
 		res.Availability = append(res.Availability, FaultAvailability{
 			Fault:  f.ID,
-			Before: count(f.Start-d, f.Start),
-			During: count(f.Start, f.Stop),
-			After:  count(f.Stop, f.Stop+d),
-			Within: within(f.Start, f.Stop),
+			Before: acquires.returnedIn(f.Start-d, f.Start),
+			During: acquires.returnedIn(f.Start, f.Stop),
+			After:  acquires.returnedIn(f.Stop, f.Stop+d),
+			Within: acquires.within(f.Start, f.Stop),
 		})
 		excluded = append(excluded, span{f.Start, f.Effect + ttl})
 	}
 	hi := newHoldIndex(p)
-	failedBy := map[string][]*call{} // failed and unknown attempts
-	grantsBy := map[string][]int64{}
-	for i := range p.calls {
-		c := &p.calls[i]
-		switch {
-		case c.f != history.Acquire || c.done < 0:
-			// An attempt cut short by a crash or the end of the run says
-			// nothing about how long its client wanted the lock.
-		case c.typ == history.OK:
-			grantsBy[c.key] = append(grantsBy[c.key], c.ret)
-		default:
-			failedBy[c.key] = append(failedBy[c.key], c)
-		}
-	}
+	failedBy, grantsBy := attemptsByKey(p)
 	for _, key := range p.keys {
 		failed, grants := failedBy[key], grantsBy[key]
 		slices.SortFunc(failed, func(a, b *call) int { return cmp.Compare(a.call, b.call) })
@@ -118,6 +61,83 @@ func checkLiveness(p *prepared, res *Result, r *report) {
 			i = j
 		}
 	}
+}
+
+// acquireCalls are acquires that finished, in the order they returned.
+type acquireCalls []*call
+
+// finishedAcquires lists the acquires that finished (not cut short by a
+// crash or the end of the run), in the order they returned.
+func finishedAcquires(p *prepared) acquireCalls {
+	var acquires acquireCalls
+	for i := range p.calls {
+		if c := &p.calls[i]; c.f == history.Acquire && c.done >= 0 {
+			acquires = append(acquires, c)
+		}
+	}
+	slices.SortFunc(acquires, func(a, b *call) int { return cmp.Compare(a.ret, b.ret) })
+	return acquires
+}
+
+// returnedIn counts the attempts that returned in [from, to).
+func (acquires acquireCalls) returnedIn(from, to int64) Attempts {
+	a := Attempts{From: from, To: to}
+	i, _ := slices.BinarySearchFunc(acquires, from, func(c *call, t int64) int { return cmp.Compare(c.ret, t) })
+	for ; i < len(acquires) && acquires[i].ret < to; i++ {
+		a.count(acquires[i])
+	}
+	a.rate()
+	return a
+}
+
+// within counts the attempts called and returned in [from, to).
+func (acquires acquireCalls) within(from, to int64) Attempts {
+	a := Attempts{From: from, To: to}
+	for _, c := range acquires {
+		if c.call >= from && c.ret < to {
+			a.count(c)
+		}
+	}
+	a.rate()
+	return a
+}
+
+// count adds attempt c by its outcome.
+func (a *Attempts) count(c *call) {
+	switch c.typ {
+	case history.OK:
+		a.OK++
+	case history.Fail:
+		a.Fail++
+	default:
+		a.Unknown++
+	}
+}
+
+// rate sets SuccessRate from the counts.
+func (a *Attempts) rate() {
+	if n := a.OK + a.Fail + a.Unknown; n > 0 {
+		a.SuccessRate = float64(a.OK) / float64(n)
+	}
+}
+
+// attemptsByKey groups the finished acquires by key: the failed and
+// unknown ones, and the returns of the ok ones (the grants).
+func attemptsByKey(p *prepared) (failedBy map[string][]*call, grantsBy map[string][]int64) {
+	failedBy, grantsBy = map[string][]*call{}, map[string][]int64{}
+	for i := range p.calls {
+		c := &p.calls[i]
+		switch {
+		case c.f != history.Acquire || c.done < 0:
+			// An attempt cut short by a crash or the end of the run says
+			// nothing about how long its client wanted the lock.
+		case c.typ == history.OK:
+			grantsBy[c.key] = append(grantsBy[c.key], c.ret)
+		default:
+			failedBy[c.key] = append(failedBy[c.key], c)
+		}
+	}
+	return failedBy, grantsBy
 }
 
 // mergeSpans sorts spans and merges those closer than gap.

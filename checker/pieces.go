@@ -119,230 +119,295 @@ func linPieces(keys [][]linOp, reentrant bool) []linPiece {
 // returns the pieces in time order: consecutive parts of ops, which it
 // reorders.
 func splitKey(ops []linOp, reentrant bool) [][]linOp {
-	n := len(ops)
-	if n < 2 {
+	if len(ops) < 2 {
 		return [][]linOp{ops}
 	}
 	slices.SortStableFunc(ops, func(a, b linOp) int { return cmp.Compare(a.call, b.call) })
-	inp := func(i int) *linInput { return &ops[i].in }
-	ret := func(i int) int64 {
-		if inp(i).info {
-			return math.MaxInt64
-		}
-		return ops[i].ret
-	}
-
-	// blocked[i] > 0: no cut just before ops[i] (at T = ops[i].call).
-	diff := make([]int32, n+1)
-	// firstAfter is the first position whose call is after t.
-	firstAfter := func(t int64) int {
-		i, _ := slices.BinarySearchFunc(ops, t, func(o linOp, t int64) int {
-			if o.call <= t {
-				return -1
-			}
-			return 1
-		})
-		return i
-	}
-	// block forbids cuts at every T with from < T ≤ to (to inclusive) or
-	// from < T < to (closed false).
-	block := func(from, to int64, closed bool) {
-		if to <= from {
-			return
-		}
-		lo := firstAfter(from)
-		hi := n
-		if to < math.MaxInt64 {
-			if closed {
-				hi = firstAfter(to)
-			} else {
-				hi = firstAfter(to - 1)
-			}
-		}
-		if lo < hi {
-			diff[lo]++
-			diff[hi]--
-		}
-	}
-
-	maxVU := make([]int64, n) // per acquire: validity pushed by its ok extends
+	k := keyOps(ops)
+	b := cutBlocks{ops: k, diff: make([]int32, len(ops)+1)}
+	var maxVU []int64 // per acquire: validity pushed by its ok extends (non-reentrant)
 	if reentrant {
 		// C and P empty: nothing may span a cut.
-		for i := range ops {
-			block(ops[i].call, ret(i), true)
+		for i := range k {
+			b.block(k[i].call, k.ret(i), true)
 		}
 	} else {
-		acq := map[int32]int{} // lease → position of its acquire
-		for i := range ops {
-			if inp(i).kind == linAcquire {
-				acq[inp(i).id] = i
-			}
+		f := leaseFactsOf(k)
+		b.blockLeaseRules(f)
+		maxVU = f.maxVU
+	}
+	pieceOf, pieces := sweepPieces(k, b.blocked(), maxVU, reentrant)
+	return layOutPieces(ops, pieceOf, pieces)
+}
+
+// keyOps is one key's operations in call order.
+type keyOps []linOp
+
+func (ops keyOps) in(i int) *linInput { return &ops[i].in }
+
+// ret is ops[i]'s return, +∞ for an unknown outcome.
+func (ops keyOps) ret(i int) int64 {
+	if ops[i].in.info {
+		return math.MaxInt64
+	}
+	return ops[i].ret
+}
+
+// firstAfter is the first position whose call is after t.
+func (ops keyOps) firstAfter(t int64) int {
+	i, _ := slices.BinarySearchFunc(ops, t, func(o linOp, t int64) int {
+		if o.call <= t {
+			return -1
 		}
-		relRet := make([]int64, n) // per ok acquire: earliest return of an ok release called after it returned
-		for i := range ops {
-			relRet[i] = math.MaxInt64
-			if x := inp(i); x.kind == linAcquire && !x.info {
-				maxVU[i] = x.vu
-			}
-		}
-		for i := range ops {
-			x := inp(i)
-			l, ok := acq[x.id]
-			if x.kind == linAcquire || !ok {
-				continue
-			}
-			switch {
-			case x.kind == linExtend && !x.info:
-				maxVU[l] = max(maxVU[l], x.vu)
-			case x.kind == linRelease && !x.info && !inp(l).info && ops[i].call > ops[l].ret:
-				relRet[l] = min(relRet[l], ops[i].ret)
-			}
-		}
-		for i := range ops {
-			x := inp(i)
-			switch {
-			case x.kind == linAcquire && x.info:
-				// P: rule 3, checked as the sweep goes.
-			case x.kind == linAcquire:
-				// In C only while its validity lasts (rule 1).
-				block(max(ops[i].call, x.vu), ops[i].ret, true)
-				// Rule 2: after it returned, until released or expired.
-				until := maxVU[i]
-				if relRet[i] < math.MaxInt64 {
-					until = min(until, relRet[i]+1)
-				}
-				block(ops[i].ret, until, false)
-			default: // release or extend
-				if !x.info {
-					block(ops[i].call, ops[i].ret, true) // never in C
-				}
-				l, ok := acq[x.id]
-				if !ok {
-					continue // a lease nobody holds: a release is a no-op, an extend never legal
-				}
-				if ops[l].call >= ops[i].call { // acts on a lease acquired after it was called
-					block(ops[i].call, math.MaxInt64, true)
-					continue
-				}
-				if !inp(l).info { // its lease must be old, not in C (rule 1)
-					block(ops[i].call, ops[l].ret, true)
-				}
-				if x.kind == linExtend && !x.info { // not an extend of an old lease in B (rule 1)
-					since := ops[l].ret
-					if inp(l).info {
-						since = ops[l].call
-					}
-					block(since, ops[i].call, true)
-				}
-			}
+		return 1
+	})
+	return i
+}
+
+// cutBlocks counts the rules that forbid a cut just before each position
+// (at T = ops[i].call), as differences: blocked sums them up.
+type cutBlocks struct {
+	ops  keyOps
+	diff []int32 // len(ops)+1
+}
+
+// block forbids cuts at every T with from < T ≤ to (to inclusive) or
+// from < T < to (closed false).
+func (b *cutBlocks) block(from, to int64, closed bool) {
+	if to <= from {
+		return
+	}
+	lo := b.ops.firstAfter(from)
+	hi := len(b.ops)
+	if to < math.MaxInt64 {
+		if closed {
+			hi = b.ops.firstAfter(to)
+		} else {
+			hi = b.ops.firstAfter(to - 1)
 		}
 	}
-	blocked := make([]int32, n)
+	if lo < hi {
+		b.diff[lo]++
+		b.diff[hi]--
+	}
+}
+
+// blocked is, per position, how many rules forbid a cut just before it.
+func (b *cutBlocks) blocked() []int32 {
+	blocked := make([]int32, len(b.ops))
 	var run int32
-	for i := range n {
-		run += diff[i]
+	for i := range blocked {
+		run += b.diff[i]
 		blocked[i] = run
 	}
+	return blocked
+}
 
-	// Sweep, keeping what the rules need of the current piece, and number
-	// each operation's piece.
-	pieceOf := make([]int32, n)
-	var (
-		pieces  int32
-		members []int // positions in the current piece so far, in call order
-		// non-reentrant
-		infoAcq  bool  // P holds an acquire
-		maxRetOK int64 // latest return of an ok acquire (C is not empty while ≥ T)
-		maxVUAll int64 // latest validity of any lease
-		// reentrant
-		balance    = map[int32]int{}
-		lastRet    = map[int32]int64{}
-		unbalanced int
-		broken     bool // a process released more than it held, or overlapped itself
-		carried    []int
-	)
-	add := func(i int) {
-		members = append(members, i)
-		x := inp(i)
-		if reentrant {
-			if x.kind == linExtend {
-				return
-			}
-			if last, seen := lastRet[x.id]; seen && ops[i].call <= last {
-				broken = true
-			}
-			lastRet[x.id] = max(lastRet[x.id], ret(i))
-			b := balance[x.id]
-			if b != 0 {
-				unbalanced--
-			}
-			if x.kind == linAcquire {
-				b++
-			} else {
-				b--
-			}
-			if b < 0 {
-				broken = true
-			}
-			if b != 0 {
-				unbalanced++
-			}
-			balance[x.id] = b
-			return
+// leaseFacts is what the non-reentrant rules need of each lease.
+type leaseFacts struct {
+	acq    map[int32]int // lease → position of its acquire
+	maxVU  []int64       // per acquire: validity pushed by its ok extends
+	relRet []int64       // per ok acquire: earliest return of an ok release called after it returned
+}
+
+func leaseFactsOf(ops keyOps) leaseFacts {
+	n := len(ops)
+	f := leaseFacts{acq: map[int32]int{}, maxVU: make([]int64, n), relRet: make([]int64, n)}
+	for i := range ops {
+		if ops.in(i).kind == linAcquire {
+			f.acq[ops.in(i).id] = i
 		}
-		if x.kind != linAcquire {
-			return
-		}
-		if x.info {
-			infoAcq = true
-		} else {
-			maxRetOK = max(maxRetOK, ops[i].ret)
-		}
-		maxVUAll = max(maxVUAll, maxVU[i])
-	}
-	cutAt := func(t int64) bool {
-		if reentrant {
-			return !broken && unbalanced == 0
-		}
-		return !infoAcq || (maxRetOK < t && maxVUAll <= t)
 	}
 	for i := range ops {
-		if i > 0 && ops[i-1].call < ops[i].call && blocked[i] == 0 && cutAt(ops[i].call) {
+		f.relRet[i] = math.MaxInt64
+		if x := ops.in(i); x.kind == linAcquire && !x.info {
+			f.maxVU[i] = x.vu
+		}
+	}
+	for i := range ops {
+		x := ops.in(i)
+		l, ok := f.acq[x.id]
+		if x.kind == linAcquire || !ok {
+			continue
+		}
+		switch {
+		case x.kind == linExtend && !x.info:
+			f.maxVU[l] = max(f.maxVU[l], x.vu)
+		case x.kind == linRelease && !x.info && !ops.in(l).info && ops[i].call > ops[l].ret:
+			f.relRet[l] = min(f.relRet[l], ops[i].ret)
+		}
+	}
+	return f
+}
+
+// blockLeaseRules forbids the cuts rules 1 and 2 rule out (rule 3 is
+// checked as the sweep goes).
+func (b *cutBlocks) blockLeaseRules(f leaseFacts) {
+	ops := b.ops
+	for i := range ops {
+		x := ops.in(i)
+		switch {
+		case x.kind == linAcquire && x.info:
+			// P: rule 3, checked as the sweep goes.
+		case x.kind == linAcquire:
+			// In C only while its validity lasts (rule 1).
+			b.block(max(ops[i].call, x.vu), ops[i].ret, true)
+			// Rule 2: after it returned, until released or expired.
+			until := f.maxVU[i]
+			if f.relRet[i] < math.MaxInt64 {
+				until = min(until, f.relRet[i]+1)
+			}
+			b.block(ops[i].ret, until, false)
+		default: // release or extend
+			if !x.info {
+				b.block(ops[i].call, ops[i].ret, true) // never in C
+			}
+			l, ok := f.acq[x.id]
+			if !ok {
+				continue // a lease nobody holds: a release is a no-op, an extend never legal
+			}
+			if ops[l].call >= ops[i].call { // acts on a lease acquired after it was called
+				b.block(ops[i].call, math.MaxInt64, true)
+				continue
+			}
+			if !ops.in(l).info { // its lease must be old, not in C (rule 1)
+				b.block(ops[i].call, ops[l].ret, true)
+			}
+			if x.kind == linExtend && !x.info { // not an extend of an old lease in B (rule 1)
+				since := ops[l].ret
+				if ops.in(l).info {
+					since = ops[l].call
+				}
+				b.block(since, ops[i].call, true)
+			}
+		}
+	}
+}
+
+// pieceSweep is what the rules need of the current piece as the sweep
+// goes.
+type pieceSweep struct {
+	ops       keyOps
+	maxVU     []int64
+	reentrant bool
+	members   []int // positions in the current piece so far, in call order
+	// non-reentrant
+	infoAcq  bool  // P holds an acquire
+	maxRetOK int64 // latest return of an ok acquire (C is not empty while ≥ T)
+	maxVUAll int64 // latest validity of any lease
+	// reentrant
+	balance    map[int32]int
+	lastRet    map[int32]int64
+	unbalanced int
+	broken     bool // a process released more than it held, or overlapped itself
+}
+
+// add puts ops[i] in the current piece.
+func (s *pieceSweep) add(i int) {
+	s.members = append(s.members, i)
+	x := s.ops.in(i)
+	if s.reentrant {
+		s.addReentrant(i, x)
+		return
+	}
+	if x.kind != linAcquire {
+		return
+	}
+	if x.info {
+		s.infoAcq = true
+	} else {
+		s.maxRetOK = max(s.maxRetOK, s.ops[i].ret)
+	}
+	s.maxVUAll = max(s.maxVUAll, s.maxVU[i])
+}
+
+// addReentrant keeps each process's balance and order in time.
+func (s *pieceSweep) addReentrant(i int, x *linInput) {
+	if x.kind == linExtend {
+		return
+	}
+	if last, seen := s.lastRet[x.id]; seen && s.ops[i].call <= last {
+		s.broken = true
+	}
+	s.lastRet[x.id] = max(s.lastRet[x.id], s.ops.ret(i))
+	b := s.balance[x.id]
+	if b != 0 {
+		s.unbalanced--
+	}
+	if x.kind == linAcquire {
+		b++
+	} else {
+		b--
+	}
+	if b < 0 {
+		s.broken = true
+	}
+	if b != 0 {
+		s.unbalanced++
+	}
+	s.balance[x.id] = b
+}
+
+// cutAt says whether the current piece allows a cut at t (rule 3, or the
+// reentrant balance).
+func (s *pieceSweep) cutAt(t int64) bool {
+	if s.reentrant {
+		return !s.broken && s.unbalanced == 0
+	}
+	return !s.infoAcq || (s.maxRetOK < t && s.maxVUAll <= t)
+}
+
+// restart begins a new piece holding carried.
+func (s *pieceSweep) restart(carried []int) {
+	s.members = s.members[:0]
+	s.infoAcq, s.maxRetOK, s.maxVUAll = false, 0, 0
+	clear(s.balance)
+	clear(s.lastRet)
+	s.unbalanced, s.broken = 0, false
+	for _, m := range carried {
+		s.add(m)
+	}
+}
+
+// sweepPieces numbers each operation's piece, cutting wherever no rule
+// forbids it.
+func sweepPieces(ops keyOps, blocked []int32, maxVU []int64, reentrant bool) (pieceOf []int32, pieces int32) {
+	pieceOf = make([]int32, len(ops))
+	s := &pieceSweep{ops: ops, maxVU: maxVU, reentrant: reentrant, balance: map[int32]int{}, lastRet: map[int32]int64{}}
+	var carried []int
+	for i := range ops {
+		if i > 0 && ops[i-1].call < ops[i].call && blocked[i] == 0 && s.cutAt(ops[i].call) {
 			t := ops[i].call
 			carried = carried[:0] // C: ok acquires still returning
-			for _, m := range members {
-				if ret(m) >= t && ret(m) < math.MaxInt64 {
+			for _, m := range s.members {
+				if ops.ret(m) >= t && ops.ret(m) < math.MaxInt64 {
 					carried = append(carried, m)
 				}
 			}
 			// The blocks above leave only ok acquires valid at t in C;
 			// checked again, as a cut elsewhere would be unsound.
-			if len(carried) < len(members) && !slices.ContainsFunc(carried, func(m int) bool { return inp(m).kind != linAcquire || inp(m).vu < t }) {
-				for _, m := range members {
-					if r := ret(m); r < t || r == math.MaxInt64 {
+			if len(carried) < len(s.members) && !slices.ContainsFunc(carried, func(m int) bool { return ops.in(m).kind != linAcquire || ops.in(m).vu < t }) {
+				for _, m := range s.members {
+					if r := ops.ret(m); r < t || r == math.MaxInt64 {
 						pieceOf[m] = pieces
 					}
 				}
 				pieces++
-				members = members[:0]
-				infoAcq, maxRetOK, maxVUAll = false, 0, 0
-				clear(balance)
-				clear(lastRet)
-				unbalanced, broken = 0, false
-				for _, m := range carried {
-					add(m)
-				}
+				s.restart(carried)
 			}
 		}
-		add(i)
+		s.add(i)
 	}
-	for _, m := range members {
+	for _, m := range s.members {
 		pieceOf[m] = pieces
 	}
-	pieces++
+	return pieceOf, pieces + 1
+}
 
-	// Lay the pieces out one after the other in ops, each in call order: a
-	// stable counting sort by piece, permuting in place.
+// layOutPieces lays the pieces out one after the other in ops, each in
+// call order (a stable counting sort by piece, permuting in place), and
+// returns them.
+func layOutPieces(ops []linOp, pieceOf []int32, pieces int32) [][]linOp {
 	start := make([]int, pieces+1)
 	for _, pc := range pieceOf {
 		start[pc+1]++

@@ -326,11 +326,11 @@ func (c *Cluster) makeProxies() error {
 				to = n.busAddr
 			}
 			if to != "" {
-				p := toxiproxy.NewProxy(c.tox, l.String(), net.JoinHostPort(host, "0"), to)
-				if err := c.tox.Collection.Add(p, true); err != nil {
-					return fmt.Errorf("proxy %s: %w", l, err)
+				p, err := newLocalProxy(c.tox, l.String(), net.JoinHostPort(host, "0"), to)
+				if err != nil {
+					return err
 				}
-				c.proxies[l.String()] = localProxy{p}
+				c.proxies[l.String()] = p
 			}
 		}
 		if c.proxies[l.String()] != nil {

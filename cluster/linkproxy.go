@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
@@ -32,45 +32,71 @@ type linkProxy interface {
 	heal() error
 }
 
-type localProxy struct{ p *toxiproxy.Proxy }
+// localProxy is a proxy of the cluster's embedded toxiproxy. Its toxics
+// are fixed when it is made (newLocalProxy: one linkToxic per stream);
+// setToxic and heal change their state, never the chain (linktoxic.go
+// says why).
+type localProxy struct {
+	p       *toxiproxy.Proxy
+	streams map[string]*streamState // "upstream", "downstream"
+}
+
+// newLocalProxy makes the proxy of one link, listening on listen and
+// forwarding to upstream, with its toxics in place, and starts it.
+func newLocalProxy(server *toxiproxy.ApiServer, name, listen, upstream string) (localProxy, error) {
+	p := toxiproxy.NewProxy(server, name, listen, upstream)
+	l := localProxy{p: p, streams: map[string]*streamState{}}
+	for _, s := range []string{"upstream", "downstream"} {
+		body, err := json.Marshal(map[string]any{
+			"name": "tumbler-" + s, "type": linkToxicType, "stream": s,
+			"toxicity": 1.0, "attributes": map[string]any{},
+		})
+		if err != nil {
+			return l, err
+		}
+		w, err := p.Toxics.AddToxicJson(bytes.NewReader(body))
+		if err != nil {
+			return l, fmt.Errorf("proxy %s: %w", name, err)
+		}
+		st := newStreamState()
+		w.Toxic.(*linkToxic).state = st // before the proxy accepts
+		l.streams[s] = st
+	}
+	if err := server.Collection.Add(p, true); err != nil {
+		return l, fmt.Errorf("proxy %s: %w", name, err)
+	}
+	return l, nil
+}
 
 func (l localProxy) addr() string   { return l.p.Listen }
 func (l localProxy) target() string { return l.p.Upstream }
 
 func (l localProxy) heal() error {
-	l.p.Toxics.ResetToxics(context.Background())
+	for _, st := range l.streams {
+		st.update(func(f *streamFault) { *f = streamFault{} })
+	}
 	return nil
 }
 
 func (l localProxy) setToxic(t toxicSpec) error {
-	want, err := json.Marshal(t.attrs)
-	if err != nil {
-		return err
+	st := l.streams[t.stream]
+	if st == nil {
+		return fmt.Errorf("proxy %s: no stream %q", l.p.Name, t.stream)
 	}
-	body, err := json.Marshal(map[string]any{
-		"name": t.name, "type": t.typ, "stream": t.stream,
-		"toxicity":   1.0, // the client API's zero value would never fire
-		"attributes": json.RawMessage(want),
-	})
-	if err != nil {
-		return err
+	var change func(*streamFault)
+	switch a := t.attrs.(type) {
+	case *toxics.ResetToxic:
+		change = func(f *streamFault) { f.cut = Reset }
+	case *partitionToxic:
+		change = func(f *streamFault) { f.cut = Blackhole }
+	case *toxics.LatencyToxic:
+		lat, jit := time.Duration(a.Latency)*time.Millisecond, time.Duration(a.Jitter)*time.Millisecond
+		change = func(f *streamFault) { f.latency, f.jitter = lat, jit }
+	default:
+		return fmt.Errorf("proxy %s: toxic %s of type %s is not one the cluster applies", l.p.Name, t.name, t.typ)
 	}
-	p := l.p
-	for attempt := 0; attempt < 3; attempt++ {
-		if old := p.Toxics.GetToxic(t.name); old != nil {
-			if have, err := json.Marshal(old.Toxic); err == nil && old.Type == t.typ && bytes.Equal(have, want) {
-				return nil
-			}
-			if err := p.Toxics.RemoveToxic(context.Background(), t.name); err != nil && !errors.Is(err, toxiproxy.ErrToxicNotFound) {
-				return err
-			}
-		}
-		_, err = p.Toxics.AddToxicJson(bytes.NewReader(body))
-		if !errors.Is(err, toxiproxy.ErrToxicAlreadyExists) {
-			return err // a concurrent apply on the same link retries
-		}
-	}
-	return err
+	st.update(change)
+	return nil
 }
 
 // remoteProxy is a proxy in a toxiproxy reached through its HTTP API.

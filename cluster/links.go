@@ -88,7 +88,10 @@ type CutMode string
 
 const (
 	// Reset fails fast: the first bytes sent on a connection (old or new)
-	// close it, as a peer answering with RST would. Connecting still
+	// close it, failing the command as a peer answering with RST would
+	// (the close is a FIN: the embedded proxy's toxics are fixed per proxy,
+	// so it cannot set SO_LINGER on connections it already holds; a client
+	// sees a closed connection either way). Connecting still
 	// succeeds: the proxy accepts; the failure comes with the first
 	// command. A replica notices within a second (its REPLCONF ACK).
 	Reset CutMode = "reset"

@@ -195,33 +195,21 @@ func (c *Cluster) PushMemory(ctx context.Context, name string) error {
 // undo (it starts with its own settings; fillers a restart kept from its
 // AOF are left).
 func (c *Cluster) Unsqueeze(ctx context.Context, name string) error {
-	n, err := c.configurable("unsqueeze", name)
-	if err != nil {
-		return err
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	sq := n.squeeze
-	n.squeeze = nil
-	if sq == nil || !n.up {
-		return nil
-	}
-	var errs []error
-	// The limit first: with the fillers still there, the old policy
-	// under the squeezed limit would evict (or refuse) at once.
-	for i := len(sq.prev) - 2; i >= 0; i -= 2 {
-		errs = append(errs, n.admin.ConfigSet(ctx, sq.prev[i], sq.prev[i+1]).Err())
-	}
-	keys := sq.keys
-	for len(keys) > 0 {
-		k := min(len(keys), 64)
-		errs = append(errs, n.admin.Unlink(ctx, keys[:k]...).Err())
-		keys = keys[k:]
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("unsqueeze %s: %w", name, err)
-	}
-	return nil
+	return undoFault(c, "unsqueeze", name, func(n *node) **squeeze { return &n.squeeze }, func(n *node, sq *squeeze) error {
+		var errs []error
+		// The limit first: with the fillers still there, the old policy
+		// under the squeezed limit would evict (or refuse) at once.
+		for i := len(sq.prev) - 2; i >= 0; i -= 2 {
+			errs = append(errs, n.admin.ConfigSet(ctx, sq.prev[i], sq.prev[i+1]).Err())
+		}
+		keys := sq.keys
+		for len(keys) > 0 {
+			k := min(len(keys), 64)
+			errs = append(errs, n.admin.Unlink(ctx, keys[:k]...).Err())
+			keys = keys[k:]
+		}
+		return errors.Join(errs...)
+	})
 }
 
 // Refusal is how a node refuses writes (RefuseWrites).
@@ -296,19 +284,31 @@ func (c *Cluster) RefuseWrites(ctx context.Context, name string, r Refusal) erro
 // AcceptWrites undoes RefuseWrites. A node that is down has nothing to
 // undo: it starts with its own settings.
 func (c *Cluster) AcceptWrites(ctx context.Context, name string) error {
-	n, err := c.configurable("accept writes on", name)
+	return undoFault(c, "accept writes on", name, func(n *node) **refusal { return &n.refusal }, func(_ *node, rf *refusal) error {
+		return rf.undo(ctx)
+	})
+}
+
+// undoFault undoes a fault on data node name (verb names the undo in
+// errors) under the node's lock: held is where the node keeps what the
+// fault left to undo, which undoFault clears; undo runs only when there
+// was something and the node is up (a node that is down starts with its
+// own settings).
+func undoFault[T any](c *Cluster, verb, name string, held func(*node) **T, undo func(*node, *T) error) error {
+	n, err := c.configurable(verb, name)
 	if err != nil {
 		return err
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	rf := n.refusal
-	n.refusal = nil
-	if rf == nil || !n.up {
+	p := held(n)
+	v := *p
+	*p = nil
+	if v == nil || !n.up {
 		return nil
 	}
-	if err := rf.undo(ctx); err != nil {
-		return fmt.Errorf("accept writes on %s: %w", name, err)
+	if err := undo(n, v); err != nil {
+		return fmt.Errorf("%s %s: %w", verb, name, err)
 	}
 	return nil
 }

@@ -20,12 +20,13 @@ func newTally(template runner.Plan, draw runner.Draw) *coverage.Tally {
 	return coverage.NewTally(template.CoverageSetup(draw.Kinds))
 }
 
-// cover adds an attempt's coverage to the hunt's.
-func (h *hunter) cover(a *Attempt, c *coverage.Run) {
-	if c == nil || a.Interrupted {
+// covered keeps the attempt's coverage: the windows it reached, by name
+// (Attempt.Reached), and the whole of it for the hunt's tally (cover).
+func (a *Attempt) covered(c *coverage.Run) {
+	if c == nil {
 		return
 	}
-	h.s.Coverage.Add(c)
+	a.cov = c
 	for _, w := range c.Windows {
 		if w.Reached > 0 && w.Counts() {
 			if a.Reached == nil {
@@ -33,6 +34,14 @@ func (h *hunter) cover(a *Attempt, c *coverage.Run) {
 			}
 			a.Reached[w.Name] = w.Reached
 		}
+	}
+}
+
+// cover adds a recorded attempt's coverage to the hunt's (an interrupted
+// attempt's too: it counts among the seeds tried).
+func (h *hunter) cover(a Attempt) {
+	if a.cov != nil {
+		h.s.Coverage.Add(a.cov)
 	}
 }
 
@@ -53,4 +62,19 @@ func (s *Summary) CoverageLines() []string {
 		return nil
 	}
 	return s.Coverage.Summary()
+}
+
+// mergeCoverage adds up the shards' coverage (nil when none has any).
+func mergeCoverage(shards []*Summary) *coverage.Tally {
+	var t *coverage.Tally
+	for _, s := range shards {
+		if s.Coverage == nil {
+			continue
+		}
+		if t == nil {
+			t = &coverage.Tally{}
+		}
+		t.Merge(s.Coverage)
+	}
+	return t
 }

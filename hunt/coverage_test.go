@@ -13,6 +13,7 @@ import (
 	"github.com/tumbler-dev/tumbler/nemesis"
 	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/runner"
+	"github.com/tumbler-dev/tumbler/scenarios/matrix"
 )
 
 // reaching is a fake run whose coverage reaches, on every seed, the windows
@@ -56,7 +57,7 @@ func TestHuntUntilCovered(t *testing.T) {
 		}
 		return m
 	}
-	s, err := Run(context.Background(), p, d, Options{Name: "h", Budget: time.Hour, Store: t.TempDir(),
+	s, err := Run(context.Background(), p, d, Options{Name: "h", Budget: time.Hour, Store: t.TempDir(), Parallel: 1,
 		UntilCovered: 2, Run: reaching(p, d, reach)})
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +83,7 @@ func TestHuntUntilCovered(t *testing.T) {
 	// Never covered: the budget (here the seeds) ends it, and the summary
 	// still says how often each window was reached.
 	never := func(int64) map[string]int { return map[string]int{coverage.LeaseNodeFault: 3} }
-	s, err = Run(context.Background(), p, d, Options{Name: "h", Budget: time.Hour, Store: t.TempDir(), MaxSeeds: 3,
+	s, err = Run(context.Background(), p, d, Options{Name: "h", Budget: time.Hour, Store: t.TempDir(), Parallel: 1, MaxSeeds: 3,
 		UntilCovered: 1, Run: reaching(p, d, never)})
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +91,7 @@ func TestHuntUntilCovered(t *testing.T) {
 	if s.Tried != 3 || !strings.Contains(strings.Join(s.CoverageLines(), "\n"), "node of the lease restarted empty within the TTL: reached 0 times") {
 		t.Fatalf("tried %d, coverage %v", s.Tried, s.CoverageLines())
 	}
-	if _, err := Run(context.Background(), p, d, Options{Name: "h", Budget: time.Hour, Store: t.TempDir(), UntilCovered: -1}); err == nil {
+	if _, err := Run(context.Background(), p, d, Options{Name: "h", Budget: time.Hour, Store: t.TempDir(), Parallel: 1, UntilCovered: -1}); err == nil {
 		t.Error("a negative UntilCovered was accepted")
 	}
 }
@@ -104,7 +105,7 @@ func TestGuidedHuntSavesWhatItRan(t *testing.T) {
 	hunt := func(guided bool) ([]runner.Plan, *Summary) {
 		var seen []runner.Plan
 		run := reaching(p, d, func(int64) map[string]int { return map[string]int{coverage.LeaseNodeFault: 2} })
-		s, err := Run(context.Background(), p, d, Options{Name: "h", Budget: time.Hour, Store: t.TempDir(), MaxSeeds: 4, Guided: guided,
+		s, err := Run(context.Background(), p, d, Options{Name: "h", Budget: time.Hour, Store: t.TempDir(), Parallel: 1, MaxSeeds: 4, Guided: guided,
 			Run: func(ctx context.Context, pl runner.Plan, o runner.Options) (*runner.Outcome, error) {
 				seen = append(seen, pl)
 				return run(ctx, pl, o)
@@ -134,5 +135,29 @@ func TestGuidedHuntSavesWhatItRan(t *testing.T) {
 	}
 	if differ == 0 {
 		t.Error("guided and unguided hunts drew the same four schedules")
+	}
+}
+
+// TestMergedCoverage: hunt merge adds up the shards' coverage.
+func TestMergedCoverage(t *testing.T) {
+	p := tmpl(t)
+	d := runner.Draw{Kinds: []nemesis.Kind{nemesis.Restart}}
+	root := t.TempDir()
+	var dirs []string
+	for i := 1; i <= 2; i++ {
+		s, err := Run(context.Background(), p, d, Options{Name: "h", Budget: time.Hour, MaxSeeds: 4, Shard: &matrix.Shard{Index: i, Count: 2},
+			Store: filepath.Join(root, "shard"+itoa(int64(i))),
+			Run:   reaching(p, d, func(seed int64) map[string]int { return map[string]int{coverage.LeaseNodeFault: int(seed)} })})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, s.Dir)
+	}
+	m, err := Merge(filepath.Join(root, "all"), dirs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Coverage == nil || m.Coverage.Runs != 4 || m.Coverage.Reached(coverage.LeaseNodeFault) != 1+2+3+4 || m.Coverage.Reached(coverage.RestartEmpty) != 0 {
+		t.Fatalf("merged coverage: %+v", m.Coverage)
 	}
 }

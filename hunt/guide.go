@@ -12,17 +12,33 @@ import (
 // it was chosen from.
 const DefaultGuided = false
 
-// guide is a guided hunt's weight of a scene: coverage.Tally.Weight of the
-// scene's steps' shapes, against the hunt's tally so far. Attempt N's
-// schedule so depends on what attempts before it reached; its plan is
-// saved (plans/seed-N.json) and replays exactly like any other.
-func guide(template runner.Plan, t *coverage.Tally, s coverage.Setup) func([]nemesis.Step) float64 {
-	return func(scene []nemesis.Step) float64 {
-		shapes := make([]coverage.Shape, len(scene))
-		for i, st := range scene {
-			shapes[i] = shapeOf(template, st)
+// guided is a guided hunt's Drawer: the template with a schedule drawn
+// from draw for the seed, each scene weighed (runner.Draw.Prefer) by
+// coverage.Tally.Weight of its steps' shapes against what the attempts
+// finished so far reached (Attempt.Reached). Attempt N's schedule so
+// depends on the attempts before it that had finished when it was drawn;
+// its plan is saved (plans/seed-N.json) and replays exactly like any
+// other.
+func guided(template runner.Plan, draw runner.Draw) Drawer {
+	setup := template.CoverageSetup(draw.Kinds)
+	return func(seed int64, finished []Attempt) (runner.Plan, error) {
+		t := coverage.NewTally(setup)
+		for _, a := range finished {
+			r := &coverage.Run{}
+			for name, n := range a.Reached {
+				r.Windows = append(r.Windows, coverage.Result{Name: name, Reached: n})
+			}
+			t.Add(r)
 		}
-		return t.Weight(shapes, s)
+		d := draw
+		d.Prefer = func(scene []nemesis.Step) float64 {
+			shapes := make([]coverage.Shape, len(scene))
+			for i, st := range scene {
+				shapes[i] = shapeOf(template, st)
+			}
+			return t.Weight(shapes, setup)
+		}
+		return template.WithDrawnFaults(seed, d)
 	}
 }
 

@@ -12,6 +12,15 @@
 // long hunt makes hundreds; those of invalid, unknown and failed attempts
 // are kept.
 //
+// Attempts may run several at once (Options.Parallel), each an ordinary
+// run with its own cluster and ports; the seeds are handed out in order
+// and hunt.json lists the attempts in seed order, so a parallel hunt tries
+// the plans a serial one draws. A hunt may be one shard of a larger one
+// (Options.Shard: seeds dealt round robin); Merge joins the shards'
+// summaries into one. With Options.Replays, a find is replayed before it
+// ends the hunt: one that fails alike in fewer than Need of Replays
+// replays is kept and listed, and the hunt goes on for one that does.
+//
 // A hunt reads the run engine's judgement of each attempt and decides
 // nothing about a run; its exit code is outcome.HuntCode's.
 package hunt
@@ -19,7 +28,6 @@ package hunt
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -31,8 +39,8 @@ import (
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/coverage"
 	"github.com/tumbler-dev/tumbler/nemesis"
-	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/runner"
+	"github.com/tumbler-dev/tumbler/scenarios/matrix"
 )
 
 // Files in a hunt's directory.
@@ -40,10 +48,22 @@ const (
 	SummaryFile = "hunt.json"
 	IndexFile   = "index.html"
 	PlansDir    = "plans"
+	// ReplaysDir holds the replays of finds (Options.Replays).
+	ReplaysDir = "replays"
 )
 
 // RunFunc runs one plan: runner.Run, or a fake in tests.
 type RunFunc func(context.Context, runner.Plan, runner.Options) (*runner.Outcome, error)
+
+// Drawer draws one attempt's plan: the template with a fault schedule for
+// seed. finished are the attempts that had finished when it was called, in
+// seed order; in a parallel hunt those still running are not among them,
+// so a drawer guided by what the hunt has seen depends only on attempts
+// that ended. The default draws from the hunt's runner.Draw
+// (runner.Plan.WithDrawnFaults) and reads no attempt. An error is the
+// generator's, not the user's: the hunt stops with it (the first seed's
+// draw, made before anything runs, is bad input).
+type Drawer func(seed int64, finished []Attempt) (runner.Plan, error)
 
 // Options configure a hunt.
 type Options struct {
@@ -55,8 +75,16 @@ type Options struct {
 	Budget time.Duration
 	// FirstSeed is the first seed tried (default 1); seeds go up by one.
 	FirstSeed int64
-	// MaxSeeds, when positive, bounds the number of attempts.
+	// MaxSeeds, when positive, bounds the seeds: FirstSeed to
+	// FirstSeed+MaxSeeds-1 (a shard tries those it owns).
 	MaxSeeds int
+	// Parallel is how many attempts run at once (default
+	// runner.DefaultParallel), each on its own cluster and ports.
+	Parallel int
+	// Shard, when set, makes this hunt part i of n of one larger hunt: it
+	// tries the seeds FirstSeed+i-1, FirstSeed+i-1+n, … (the plans the
+	// larger hunt draws for them); Merge joins the shards.
+	Shard *matrix.Shard
 	// Want are the anomaly kinds that count as a find (empty: any). An
 	// invalid attempt with only other kinds is kept and listed, but the
 	// hunt goes on.
@@ -65,6 +93,12 @@ type Options struct {
 	// least this long after the start of a fault it names (outcome.Late):
 	// a hunt like a row whose expectation has after_fault_start.
 	After time.Duration
+	// Replays (R) and Need (k), when Replays is positive: a find is
+	// replayed up to R times and ends the hunt only when k replays fail
+	// alike (an anomaly of the find's kinds, as Want and After count
+	// finds); one that does not is listed and the hunt goes on for one
+	// that does (Summary.Replayed). Zero: every find counts at once.
+	Replays, Need int
 	// KeepGoing: go on after a find until the budget is spent.
 	KeepGoing bool
 	// KeepAll: keep the report directories of valid attempts too.
@@ -72,25 +106,32 @@ type Options struct {
 	// Store is the runs' store (default "store").
 	Store string
 	Log   *slog.Logger
-	// Status, when set, is called a few times a second.
+	// Status, when set, is called a few times a second (never by two
+	// attempts at once).
 	Status func(Status)
 	// Run runs an attempt (default runner.Run).
 	Run RunFunc
+	// Drawer draws each attempt's plan (default: from the hunt's draw;
+	// with Guided, toward the windows reached least).
+	Drawer Drawer
 	// UntilCovered, when positive, ends the hunt once every dangerous
 	// window that counts for it was reached this many times (coverage.go).
 	UntilCovered int
 	// Guided: draw each attempt's schedule toward the dangerous windows
-	// reached least so far (guide.go).
+	// the attempts finished so far reached least (guide.go).
 	Guided bool
 }
 
 // Status is a snapshot of a hunt in progress.
 type Status struct {
 	Elapsed, Budget time.Duration
-	Seed            int64
-	Tried, Found    int
-	FaultsApplied   int
-	// Run is the current attempt's own status.
+	// Seed is the attempt whose run Run describes; Running how many
+	// attempts run now.
+	Seed          int64
+	Running       int
+	Tried, Found  int
+	FaultsApplied int
+	// Run is that attempt's own status.
 	Run runner.Status
 }
 
@@ -116,12 +157,19 @@ type Attempt struct {
 	// Dir its report directory, "" when it was removed (a valid attempt).
 	Plan string `json:"plan"`
 	Dir  string `json:"dir,omitempty"`
+	// Replays, for a find replayed (Options.Replays), says how often it
+	// failed alike.
+	Replays *Replays `json:"replays,omitempty"`
 	// Error is the run's error, if it failed.
-	Error       string `json:"error,omitempty"`
-	Interrupted bool   `json:"interrupted,omitempty"`
+	Error string `json:"error,omitempty"`
+	// Interrupted: the hunt was interrupted while the attempt ran; it
+	// counts among the seeds tried, with the faults it applied.
+	Interrupted bool `json:"interrupted,omitempty"`
 	// Reached counts the dangerous windows the attempt reached, by name
 	// (its coverage.json has when).
 	Reached map[string]int `json:"reached,omitempty"`
+	// cov is the attempt's coverage, added to the hunt's as it is recorded.
+	cov *coverage.Run
 }
 
 // Summary is a hunt's record, written to hunt.json as the hunt goes.
@@ -139,15 +187,30 @@ type Summary struct {
 	Draw     runner.Draw    `json:"draw"`
 	Want     []checker.Kind `json:"want,omitempty"`
 	After    time.Duration  `json:"after_fault_start_ns,omitempty"`
-	Attempts []Attempt      `json:"attempts"`
-	// Tried is the number of attempts; FaultsApplied the faults they
-	// applied in all.
+	// FirstSeed and MaxSeeds are the hunt's seeds (Options); Shard the
+	// part of a larger hunt this is, Parallel its attempts at once.
+	FirstSeed int64         `json:"first_seed"`
+	MaxSeeds  int           `json:"max_seeds,omitempty"`
+	Shard     *matrix.Shard `json:"shard,omitempty"`
+	Parallel  int           `json:"parallel,omitempty"`
+	// Replays and Need: a find had to fail alike in Need of Replays
+	// replays to end the hunt (Options.Replays; 0: not replayed).
+	Replays int `json:"replays,omitempty"`
+	Need    int `json:"need,omitempty"`
+	// Attempts in seed order.
+	Attempts []Attempt `json:"attempts"`
+	// Tried is the number of attempts (interrupted ones included);
+	// FaultsApplied the faults they applied in all.
 	Tried         int `json:"tried"`
 	FaultsApplied int `json:"faults_applied"`
-	// First is the index in Attempts of the first find, -1 if none;
-	// TimeToFirst the time from the start of the hunt to that anomaly.
+	// First is the index in Attempts of the first find (the lowest seed),
+	// -1 if none; TimeToFirst the time from the start of the hunt to that
+	// anomaly.
 	First       int           `json:"first"`
 	TimeToFirst time.Duration `json:"time_to_first_ns"`
+	// Replayed is the index of the first find that failed alike in Need of
+	// Replays replays, -1 if none (or finds were not replayed).
+	Replayed int `json:"replayed"`
 	// Stopped says why the hunt ended.
 	Stopped     string `json:"stopped"`
 	Interrupted bool   `json:"interrupted,omitempty"`
@@ -157,6 +220,9 @@ type Summary struct {
 	ExitCode int `json:"exit_code"`
 	// Shrink, when the found plan was shrunk, is the shrink's directory.
 	Shrink string `json:"shrink,omitempty"`
+	// Shards, for a merged hunt (Merge), are the shards' directories,
+	// relative to Dir.
+	Shards []string `json:"shards,omitempty"`
 	// Coverage adds up the attempts' coverage of the dangerous windows;
 	// Guided: the schedules were drawn toward the windows reached least.
 	Coverage *coverage.Tally `json:"coverage,omitempty"`
@@ -169,6 +235,18 @@ func (s *Summary) Found() (Attempt, bool) {
 		return Attempt{}, false
 	}
 	return s.Attempts[s.First], true
+}
+
+// ToShrink returns the find to shrink: the first that replayed (when
+// finds were replayed), else the first find.
+func (s *Summary) ToShrink() (Attempt, bool) {
+	if s.Replays == 0 {
+		return s.Found()
+	}
+	if s.Replayed < 0 {
+		return Attempt{}, false
+	}
+	return s.Attempts[s.Replayed], true
 }
 
 // Write writes hunt.json and index.html into the hunt's directory,
@@ -196,37 +274,119 @@ func writeAtomic(path string, b []byte) error {
 	return os.Rename(tmp, path)
 }
 
-// consecutiveFailures is how many attempts in a row may fail in the
-// harness before the hunt gives up (a missing server fails them all).
-const consecutiveFailures = 3
-
-// Run hunts: template (normalized first, runner.Plan.Normalize) with
-// schedules drawn from draw, seed after seed. The summary is returned (and written) also when the hunt ends early; the
-// error is for bad input (wrapping outcome.ErrInput) or a hunt that could
-// not record itself.
-func Run(ctx context.Context, template runner.Plan, draw runner.Draw, o Options) (*Summary, error) {
-	if o.Budget <= 0 {
-		return nil, fmt.Errorf("%w: budget %v: want a positive duration", runner.ErrPlan, o.Budget)
-	}
-	if o.Name == "" {
-		return nil, fmt.Errorf("%w: the hunt has no name", runner.ErrPlan)
-	}
-	if len(draw.Kinds) == 0 {
-		return nil, fmt.Errorf("%w: no fault kinds to draw schedules from", runner.ErrPlan)
-	}
-	for _, k := range o.Want {
-		if !slices.Contains(checker.AnomalyKinds, k) {
-			return nil, fmt.Errorf("%w: anomaly kind %q unknown (valid: %v)", runner.ErrPlan, k, checker.AnomalyKinds)
+// settle recomputes what the attempts imply: the seeds tried, the faults
+// applied, the first find and the first that replayed.
+func (s *Summary) settle() {
+	s.Tried, s.FaultsApplied, s.First, s.TimeToFirst, s.Replayed = len(s.Attempts), 0, -1, 0, -1
+	for i, a := range s.Attempts {
+		s.FaultsApplied += a.FaultsApplied
+		if !a.Found {
+			continue
+		}
+		if s.First < 0 {
+			s.First, s.TimeToFirst = i, a.Start+a.FirstAnomaly
+		}
+		if s.Replayed < 0 && a.Replays.Reproduced() {
+			s.Replayed = i
 		}
 	}
-	if o.UntilCovered < 0 {
-		return nil, fmt.Errorf("%w: until covered %d: want a count of reaches, at least 1 (0: not asked)", runner.ErrPlan, o.UntilCovered)
+}
+
+// Run hunts: template (normalized first, runner.Plan.Normalize) with
+// schedules drawn from draw (or by o.Drawer), seed after seed. The summary
+// is returned (and written) also when the hunt ends early; the error is
+// for bad input (wrapping outcome.ErrInput) or a hunt that could not
+// record itself.
+func Run(ctx context.Context, template runner.Plan, draw runner.Draw, o Options) (*Summary, error) {
+	if err := o.validate(draw); err != nil {
+		return nil, err
 	}
 	if draw.Concurrency == 0 {
 		draw.Concurrency = nemesis.DefaultConcurrency
 	}
+	o = o.withDefaults()
+	template = template.Normalize()
+	if o.Guided && o.Drawer == nil {
+		o.Drawer = guided(template, draw)
+	}
+	if o.Drawer == nil {
+		o.Drawer = func(seed int64, _ []Attempt) (runner.Plan, error) { return template.WithDrawnFaults(seed, draw) }
+	}
+	h := &hunter{o: o, running: map[int64]context.CancelFunc{}, abandoned: map[int64]bool{}}
+	// The first plan is drawn before anything is written: a template or a
+	// mix the run cannot take is bad input, refused up front.
+	first, err := o.Drawer(h.seed(0), nil)
+	if err != nil {
+		return nil, err
+	}
+	h.began = time.Now()
+	dir := filepath.Join(o.Store, "hunts", o.Name, h.began.Format("20060102T150405.000"))
+	if err := os.MkdirAll(filepath.Join(dir, PlansDir), 0o755); err != nil {
+		return nil, fmt.Errorf("hunt directory: %w", err)
+	}
+	latest := filepath.Join(o.Store, "hunts", "latest")
+	_ = os.Remove(latest)
+	_ = os.Symlink(filepath.Join(o.Name, filepath.Base(dir)), latest)
+
+	o.Log.Info("hunt", "dir", dir, "lock", template.Lock.Variant, "topology", template.Topology.String(),
+		"kinds", draw.Kinds, "concurrency", draw.Concurrency, "budget", o.Budget, "want", o.Want,
+		"parallel", o.Parallel, "shard", o.Shard)
+	h.s = &Summary{
+		Name: o.Name, Dir: dir, Started: h.began, Budget: o.Budget, Template: template, Draw: draw,
+		Want: o.Want, After: o.After, FirstSeed: o.FirstSeed, MaxSeeds: o.MaxSeeds, Shard: o.Shard,
+		Parallel: o.Parallel, Replays: o.Replays, Need: o.Need, First: -1, Replayed: -1, Attempts: []Attempt{},
+		Coverage: newTally(template, draw), Guided: o.Guided,
+	}
+	h.s.Template.Faults, h.s.Template.Seed = nil, 0
+	h.limit = template.TimeLimit.Resolve(template.TTL.Resolve(0))
+	err = h.loop(ctx, first)
+	h.s.Elapsed = time.Since(h.began)
+	h.s.ExitCode = h.exitCode()
+	if werr := h.s.Write(); werr != nil && err == nil {
+		err = fmt.Errorf("hunt summary: %w", werr)
+	}
+	return h.s, err
+}
+
+// validate refuses bad options, each error wrapping outcome.ErrInput.
+func (o Options) validate(draw runner.Draw) error {
+	switch {
+	case o.Budget <= 0:
+		return fmt.Errorf("%w: budget %v: want a positive duration", runner.ErrPlan, o.Budget)
+	case o.Name == "":
+		return fmt.Errorf("%w: the hunt has no name", runner.ErrPlan)
+	case len(draw.Kinds) == 0 && o.Drawer == nil:
+		return fmt.Errorf("%w: no fault kinds to draw schedules from", runner.ErrPlan)
+	case o.Parallel < 0:
+		return fmt.Errorf("%w: parallel %d: want at least 1 attempt at once", runner.ErrPlan, o.Parallel)
+	case o.MaxSeeds < 0:
+		return fmt.Errorf("%w: seeds %d is negative", runner.ErrPlan, o.MaxSeeds)
+	case o.Replays < 0:
+		return fmt.Errorf("%w: replays %d is negative", runner.ErrPlan, o.Replays)
+	case o.Replays > 0 && (o.Need < 1 || o.Need > o.Replays):
+		return fmt.Errorf("%w: need %d: want 1 to replays (%d)", runner.ErrPlan, o.Need, o.Replays)
+	case o.UntilCovered < 0:
+		return fmt.Errorf("%w: until covered %d: want a count of reaches, at least 1 (0: not asked)", runner.ErrPlan, o.UntilCovered)
+	}
+	if o.Shard != nil {
+		if err := o.Shard.Validate(); err != nil {
+			return fmt.Errorf("%w: %w", runner.ErrPlan, err)
+		}
+	}
+	for _, k := range o.Want {
+		if !slices.Contains(checker.AnomalyKinds, k) {
+			return fmt.Errorf("%w: anomaly kind %q unknown (valid: %v)", runner.ErrPlan, k, checker.AnomalyKinds)
+		}
+	}
+	return nil
+}
+
+func (o Options) withDefaults() Options {
 	if o.FirstSeed == 0 {
 		o.FirstSeed = 1
+	}
+	if o.Parallel == 0 {
+		o.Parallel = runner.DefaultParallel
 	}
 	if o.Store == "" {
 		o.Store = "store"
@@ -237,208 +397,7 @@ func Run(ctx context.Context, template runner.Plan, draw runner.Draw, o Options)
 	if o.Run == nil {
 		o.Run = runner.Run
 	}
-	template = template.Normalize()
-	tally := newTally(template, draw)
-	if o.Guided {
-		draw.Prefer = guide(template, tally, template.CoverageSetup(draw.Kinds))
-	}
-	// The first plan is drawn before anything is written: a template or a
-	// mix the run cannot take is bad input, refused up front.
-	first, err := template.WithDrawnFaults(o.FirstSeed, draw)
-	if err != nil {
-		return nil, err
-	}
-	began := time.Now()
-	dir := filepath.Join(o.Store, "hunts", o.Name, began.Format("20060102T150405.000"))
-	if err := os.MkdirAll(filepath.Join(dir, PlansDir), 0o755); err != nil {
-		return nil, fmt.Errorf("hunt directory: %w", err)
-	}
-	latest := filepath.Join(o.Store, "hunts", "latest")
-	_ = os.Remove(latest)
-	_ = os.Symlink(filepath.Join(o.Name, filepath.Base(dir)), latest)
-
-	o.Log.Info("hunt", "dir", dir, "lock", template.Lock.Variant, "topology", template.Topology.String(),
-		"kinds", draw.Kinds, "concurrency", draw.Concurrency, "budget", o.Budget, "want", o.Want)
-	h := &hunter{o: o, draw: draw, began: began, s: &Summary{
-		Name: o.Name, Dir: dir, Started: began, Budget: o.Budget, Template: template, Draw: draw,
-		Want: o.Want, After: o.After, First: -1, Attempts: []Attempt{},
-		Coverage: tally, Guided: o.Guided,
-	}}
-	h.s.Template.Faults, h.s.Template.Seed = nil, 0
-	err = h.loop(ctx, first)
-	h.s.Elapsed = time.Since(began)
-	h.s.ExitCode = h.exitCode()
-	if werr := h.s.Write(); werr != nil && err == nil {
-		err = fmt.Errorf("hunt summary: %w", werr)
-	}
-	return h.s, err
-}
-
-type hunter struct {
-	o     Options
-	draw  runner.Draw
-	began time.Time
-	s     *Summary
-	// failedInARow counts attempts in a row the harness failed.
-	failedInARow int
-	unknown      bool
-}
-
-func (h *hunter) loop(ctx context.Context, plan runner.Plan) error {
-	limit := plan.TimeLimit.Resolve(plan.TTL.Resolve(0))
-	for seed := h.o.FirstSeed; ; seed++ {
-		switch {
-		case ctx.Err() != nil:
-			h.s.Stopped, h.s.Interrupted = "interrupted", true
-			return nil
-		case h.o.MaxSeeds > 0 && h.s.Tried >= h.o.MaxSeeds:
-			h.s.Stopped = fmt.Sprintf("%d seeds tried", h.s.Tried)
-			return nil
-		case h.s.Tried > 0 && h.o.Budget-time.Since(h.began) < limit:
-			h.s.Stopped = "budget spent"
-			return nil
-		case h.covered() != "":
-			h.s.Stopped = h.covered()
-			return nil
-		}
-		if seed != h.o.FirstSeed {
-			var err error
-			if plan, err = h.s.Template.WithDrawnFaults(seed, h.draw); err != nil {
-				// The first seed's draw worked: this is the generator's
-				// fault, not the user's input.
-				return fmt.Errorf("seed %d: drawing the schedule: %w", seed, err)
-			}
-		}
-		a, err := h.attempt(ctx, plan)
-		h.s.Attempts = append(h.s.Attempts, a)
-		if a.Interrupted {
-			h.s.Stopped, h.s.Interrupted = "interrupted", true
-		} else {
-			h.s.Tried++
-			h.s.FaultsApplied += a.FaultsApplied
-		}
-		if a.Found && h.s.First < 0 {
-			h.s.First = len(h.s.Attempts) - 1
-			h.s.TimeToFirst = a.Start + a.FirstAnomaly
-		}
-		h.s.Elapsed = time.Since(h.began)
-		if werr := h.s.Write(); werr != nil {
-			return fmt.Errorf("hunt summary: %w", werr)
-		}
-		switch {
-		case errors.Is(err, outcome.ErrInput):
-			// A drawn plan the run refuses: the generator's fault.
-			return fmt.Errorf("seed %d: the run refused the drawn plan: %w", seed, err)
-		case err != nil:
-			if h.failedInARow++; h.failedInARow >= consecutiveFailures {
-				h.s.Stopped = fmt.Sprintf("the harness failed %d attempts in a row", h.failedInARow)
-				return nil
-			}
-		default:
-			h.failedInARow = 0
-		}
-		if a.Interrupted {
-			return nil
-		}
-		if a.Found && !h.o.KeepGoing {
-			h.s.Stopped = "anomaly found"
-			return nil
-		}
-	}
-}
-
-// attempt runs one seed's plan and records it.
-func (h *hunter) attempt(ctx context.Context, plan runner.Plan) (Attempt, error) {
-	plan.Name = fmt.Sprintf("seed-%d", plan.Seed)
-	a := Attempt{Seed: plan.Seed, Faults: len(plan.Faults), Start: time.Since(h.began), FirstAnomaly: -1,
-		Plan: filepath.Join(PlansDir, plan.Name+".json")}
-	if err := os.WriteFile(filepath.Join(h.s.Dir, a.Plan), plan.JSON(), 0o644); err != nil {
-		return a, fmt.Errorf("attempt plan: %w", err)
-	}
-	h.o.Log.Info("hunt attempt", "seed", plan.Seed, "faults", len(plan.Faults))
-	opts := runner.Options{Store: h.s.Dir, Log: h.o.Log,
-		Command: fmt.Sprintf("tumbler run --plan %s", filepath.Join(h.s.Dir, a.Plan))}
-	if h.o.Status != nil {
-		opts.Status = func(rs runner.Status) {
-			h.o.Status(Status{Elapsed: time.Since(h.began), Budget: h.o.Budget, Seed: plan.Seed,
-				Tried: h.s.Tried, Found: h.found(), FaultsApplied: h.s.FaultsApplied, Run: rs})
-		}
-	}
-	out, err := h.o.Run(ctx, plan, opts)
-	a.Elapsed = time.Since(h.began) - a.Start
-	if err != nil {
-		a.Error = err.Error()
-	}
-	if out == nil {
-		a.Verdict, a.ExitCode = checker.Unknown, outcome.ErrorCode(err)
-		return a, err
-	}
-	a.Verdict, a.ExitCode, a.Interrupted = out.Judgement.Verdict, out.Judgement.ExitCode, out.Interrupted
-	h.cover(&a, out.Coverage)
-	if out.Dir != "" {
-		a.Dir, _ = filepath.Rel(h.s.Dir, out.Dir)
-	}
-	if res := out.Result; res != nil {
-		for _, f := range res.Faults {
-			if f.Idle() == "" {
-				a.FaultsApplied++
-			}
-		}
-		for _, an := range res.Anomalies {
-			if !slices.Contains(a.Kinds, an.Kind) {
-				a.Kinds = append(a.Kinds, an.Kind)
-			}
-			if (len(h.o.Want) == 0 || slices.Contains(h.o.Want, an.Kind)) && outcome.Late(&an, res.Faults, h.o.After) {
-				a.Found = true
-				if d := time.Duration(an.At); a.FirstAnomaly < 0 || d < a.FirstAnomaly {
-					a.FirstAnomaly = d
-				}
-			}
-		}
-		// The workload starts after the cluster is up: the anomaly's time
-		// from the start of the hunt counts that too.
-		if a.Found && !out.Started.IsZero() {
-			a.FirstAnomaly += out.Started.Sub(h.began) - a.Start
-		}
-	}
-	a.Found = a.Found && a.Verdict == checker.Invalid && !a.Interrupted
-	if a.Verdict == checker.Unknown && err == nil && !a.Interrupted {
-		h.unknown = true
-	}
-	if a.Verdict == checker.Valid && err == nil && !a.Interrupted && !h.o.KeepAll && out.Dir != "" {
-		// A valid attempt's plan is kept (a.Plan); its report is not.
-		if rerr := os.RemoveAll(filepath.Join(h.s.Dir, plan.Name)); rerr != nil {
-			h.o.Log.Warn("cannot remove a valid attempt's report", "dir", out.Dir, "err", rerr)
-		} else {
-			a.Dir = ""
-			h.fixLatest()
-		}
-	}
-	return a, err
-}
-
-// fixLatest removes the hunt directory's latest link when it points to a
-// removed attempt.
-func (h *hunter) fixLatest() {
-	l := filepath.Join(h.s.Dir, "latest")
-	if _, err := os.Stat(l); errors.Is(err, os.ErrNotExist) {
-		_ = os.Remove(l)
-	}
-}
-
-func (h *hunter) found() int {
-	n := 0
-	for _, a := range h.s.Attempts {
-		if a.Found {
-			n++
-		}
-	}
-	return n
-}
-
-// exitCode is the hunt's exit code (outcome.HuntCode).
-func (h *hunter) exitCode() int {
-	return outcome.HuntCode(h.s.First >= 0, h.failedInARow >= consecutiveFailures, h.s.Interrupted || h.unknown)
+	return o
 }
 
 // KindsOf lists the distinct fault kinds of a plan's schedule, in order:

@@ -57,7 +57,7 @@ func TestHuntStopsAtTheFirstFind(t *testing.T) {
 	var seen []runner.Plan
 	store := t.TempDir()
 	s, err := Run(context.Background(), tmpl(t), draw, Options{
-		Name: "h", Budget: time.Hour, Store: store, Run: fake(map[int64]bool{3: true, 5: true}, nil, nil, &seen),
+		Name: "h", Parallel: 1, Budget: time.Hour, Store: store, Run: fake(map[int64]bool{3: true, 5: true}, nil, nil, &seen),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +113,7 @@ func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
 func TestHuntKeepGoingAndBounds(t *testing.T) {
 	var seen []runner.Plan
 	s, err := Run(context.Background(), tmpl(t), draw, Options{
-		Name: "h", Budget: time.Hour, MaxSeeds: 6, KeepGoing: true, KeepAll: true, Store: t.TempDir(),
+		Name: "h", Parallel: 1, Budget: time.Hour, MaxSeeds: 6, KeepGoing: true, KeepAll: true, Store: t.TempDir(),
 		Want: []checker.Kind{checker.DoubleGrant},
 		Run:  fake(map[int64]bool{2: true, 4: true}, map[int64]bool{5: true}, nil, &seen),
 	})
@@ -135,7 +135,7 @@ func TestHuntKeepGoingAndBounds(t *testing.T) {
 	// A kind not wanted does not count.
 	seen = nil
 	s, err = Run(context.Background(), tmpl(t), draw, Options{
-		Name: "h", Budget: time.Hour, MaxSeeds: 3, Store: t.TempDir(), Want: []checker.Kind{checker.StaleWrite},
+		Name: "h", Parallel: 1, Budget: time.Hour, MaxSeeds: 3, Store: t.TempDir(), Want: []checker.Kind{checker.StaleWrite},
 		Run: fake(map[int64]bool{2: true}, nil, nil, &seen),
 	})
 	if err != nil || s.First != -1 || s.ExitCode != outcome.ExitValid || s.Tried != 3 {
@@ -144,7 +144,7 @@ func TestHuntKeepGoingAndBounds(t *testing.T) {
 	// The budget: no attempt starts without room for its time limit; the
 	// first always does.
 	seen = nil
-	s, err = Run(context.Background(), tmpl(t), draw, Options{Name: "h", Budget: time.Second, Store: t.TempDir(), Run: fake(nil, nil, nil, &seen)})
+	s, err = Run(context.Background(), tmpl(t), draw, Options{Name: "h", Parallel: 1, Budget: time.Second, Store: t.TempDir(), Run: fake(nil, nil, nil, &seen)})
 	if err != nil || s.Tried != 1 || s.Stopped != "budget spent" || s.ExitCode != outcome.ExitValid {
 		t.Fatalf("budget: %v tried %d stopped %q exit %d", err, s.Tried, s.Stopped, s.ExitCode)
 	}
@@ -153,7 +153,7 @@ func TestHuntKeepGoingAndBounds(t *testing.T) {
 func TestHuntHarnessFailuresAndInterrupt(t *testing.T) {
 	var seen []runner.Plan
 	s, err := Run(context.Background(), tmpl(t), draw, Options{
-		Name: "h", Budget: time.Hour, Store: t.TempDir(), Run: fake(nil, nil, map[int64]bool{1: true, 2: true, 3: true, 4: true}, &seen),
+		Name: "h", Parallel: 1, Budget: time.Hour, Store: t.TempDir(), Run: fake(nil, nil, map[int64]bool{1: true, 2: true, 3: true, 4: true}, &seen),
 	})
 	if err != nil || s.ExitCode != outcome.ExitHarness || s.Tried != 3 {
 		t.Fatalf("broken harness: %v exit %d tried %d", err, s.ExitCode, s.Tried)
@@ -161,7 +161,7 @@ func TestHuntHarnessFailuresAndInterrupt(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	seen = nil
-	s, err = Run(ctx, tmpl(t), draw, Options{Name: "h", Budget: time.Hour, Store: t.TempDir(), Run: fake(nil, nil, nil, &seen)})
+	s, err = Run(ctx, tmpl(t), draw, Options{Name: "h", Parallel: 1, Budget: time.Hour, Store: t.TempDir(), Run: fake(nil, nil, nil, &seen)})
 	if err != nil || !s.Interrupted || s.ExitCode != outcome.ExitUnknown || len(seen) != 0 {
 		t.Fatalf("interrupted: %v %+v", err, s)
 	}
@@ -174,11 +174,11 @@ func TestHuntRefuses(t *testing.T) {
 		d runner.Draw
 		o Options
 	}{
-		"zero budget":                   {draw, Options{Name: "h", Run: run}},
-		"no kinds":                      {runner.Draw{}, Options{Name: "h", Budget: time.Minute, Run: run}},
-		"unknown kind":                  {draw, Options{Name: "h", Budget: time.Minute, Run: run, Want: []checker.Kind{"double-grants"}}},
-		"concurrency 0":                 {runner.Draw{Kinds: draw.Kinds, Concurrency: -1}, Options{Name: "h", Budget: time.Minute, Run: run}},
-		"failover on independent nodes": {runner.Draw{Kinds: []nemesis.Kind{nemesis.Failover}}, Options{Name: "h", Budget: time.Minute, Run: run}},
+		"zero budget":                   {draw, Options{Name: "h", Parallel: 1, Run: run}},
+		"no kinds":                      {runner.Draw{}, Options{Name: "h", Parallel: 1, Budget: time.Minute, Run: run}},
+		"unknown kind":                  {draw, Options{Name: "h", Parallel: 1, Budget: time.Minute, Run: run, Want: []checker.Kind{"double-grants"}}},
+		"concurrency 0":                 {runner.Draw{Kinds: draw.Kinds, Concurrency: -1}, Options{Name: "h", Parallel: 1, Budget: time.Minute, Run: run}},
+		"failover on independent nodes": {runner.Draw{Kinds: []nemesis.Kind{nemesis.Failover}}, Options{Name: "h", Parallel: 1, Budget: time.Minute, Run: run}},
 	} {
 		if _, err := Run(context.Background(), tmpl(t), c.d, c.o); !errors.Is(err, outcome.ErrInput) {
 			t.Errorf("%s: %v, want bad input", name, err)

@@ -23,7 +23,8 @@ var pageTmpl = template.Must(template.New("hunt").Funcs(template.FuncMap{
 		}
 		return strings.Join(out, ", ")
 	},
-	"report": func(dir string) string { return filepath.ToSlash(filepath.Join(dir, "index.html")) },
+	"report":  func(dir string) string { return filepath.ToSlash(filepath.Join(dir, "index.html")) },
+	"replays": func(r *Replays) string { return r.String() },
 }).Parse(`<!doctype html>
 <html><head><meta charset="utf-8"><title>hunt {{.Name}}</title>
 <style>
@@ -35,6 +36,10 @@ table{border-collapse:collapse}td,th{padding:.2em .6em;border-bottom:1px solid #
 <p><b>{{.Headline}}</b></p>
 <p>{{.S.Tried}} seeds tried, {{.S.FaultsApplied}} faults applied, {{dur .S.Elapsed}} of a {{dur .S.Budget}} budget; stopped: {{.S.Stopped}}.
 Faults drawn from {{.Kinds}}, at most {{.S.Draw.Concurrency}} at once.
+{{if .S.Shard}}Shard {{.S.Shard}} of the hunt from seed {{.S.FirstSeed}}.{{end}}
+{{if gt .S.Parallel 1}}{{.S.Parallel}} attempts at once.{{end}}
+{{if .S.Replays}}A find ends the hunt when {{.S.Need}} of {{.S.Replays}} replays of its plan fail alike.{{end}}
+{{if .S.Shards}}Merged from the shards {{range .S.Shards}}<a href="{{report .}}">{{.}}</a> {{end}}.{{end}}
 {{if .S.Shrink}}Shrunk: <a href="{{.S.Shrink}}">{{.S.Shrink}}</a>.{{end}}</p>
 {{with .S.Coverage}}<h2>Coverage of the dangerous windows</h2>
 <p>How often the attempts reached each moment in which a lock can break (judged from their histories and faults as they ran), and in how many an anomaly followed.</p>
@@ -45,20 +50,44 @@ Faults drawn from {{.Kinds}}, at most {{.S.Draw.Concurrency}} at once.
 {{end}}
 <h2>Attempts</h2>
 <p>Every attempt's plan replays it exactly: <code>tumbler run --plan DIR/plans/seed-N.json</code>. Reports of valid attempts are not kept.</p>
-<table><tr><th>seed</th><th>verdict</th><th>anomalies</th><th>faults (applied)</th><th>first anomaly</th><th>took</th><th>plan</th><th>report</th></tr>
+<table><tr><th>seed</th><th>verdict</th><th>anomalies</th><th>faults (applied)</th><th>first anomaly</th><th>replays</th><th>took</th><th>plan</th><th>report</th></tr>
 {{range .S.Attempts}}<tr class="{{.Verdict}}{{if .Found}} found{{end}}"><td>{{.Seed}}</td><td>{{.Verdict}}{{if .Interrupted}} (interrupted){{end}}</td><td>{{kinds .}}</td>
-<td>{{.Faults}} ({{.FaultsApplied}})</td><td>{{dur .FirstAnomaly}}</td><td>{{dur .Elapsed}}</td><td><a href="{{.Plan}}">plan</a></td>
+<td>{{.Faults}} ({{.FaultsApplied}})</td><td>{{dur .FirstAnomaly}}</td><td>{{replays .Replays}}</td><td>{{dur .Elapsed}}</td><td><a href="{{.Plan}}">plan</a></td>
 <td>{{if .Dir}}<a href="{{report .Dir}}">report</a>{{else}}—{{end}}{{if .Error}} {{.Error}}{{end}}</td></tr>
 {{end}}</table></body></html>
 `))
 
 // Headline is the hunt's result in one sentence.
 func (s *Summary) Headline() string {
-	if a, ok := s.Found(); ok {
-		return fmt.Sprintf("found %s on seed %d, %v into the hunt (attempt %d)", strings.Trim(fmt.Sprint(a.Kinds), "[]"), a.Seed,
-			s.TimeToFirst.Round(100*time.Millisecond), s.First+1)
+	a, ok := s.Found()
+	if !ok {
+		return fmt.Sprintf("no anomaly in %d seeds (%s)", s.Tried, s.Stopped)
 	}
-	return fmt.Sprintf("no anomaly in %d seeds (%s)", s.Tried, s.Stopped)
+	h := fmt.Sprintf("found %s on seed %d, %v into the hunt (attempt %d)", strings.Trim(fmt.Sprint(a.Kinds), "[]"), a.Seed,
+		s.TimeToFirst.Round(100*time.Millisecond), s.First+1)
+	if s.Replays == 0 || s.Replayed == s.First {
+		return h
+	}
+	if a.Replays != nil {
+		h += ", which did not replay (" + a.Replays.String() + ")"
+	}
+	if r, ok := s.ToShrink(); ok {
+		return h + fmt.Sprintf("; seed %d's find replays (%s)", r.Seed, r.Replays)
+	}
+	return h + "; no find replayed"
+}
+
+// String says how a find's replays went: "failed alike in 1 of 3
+// replays (2 needed)".
+func (r *Replays) String() string {
+	if r == nil {
+		return "—"
+	}
+	out := fmt.Sprintf("failed alike in %d of %d replays (%d needed)", r.Alike, r.Replayed, r.Need)
+	if r.Interrupted {
+		out += ", interrupted"
+	}
+	return out
 }
 
 func (s *Summary) page() ([]byte, error) {

@@ -27,7 +27,6 @@ import (
 	"github.com/tumbler-dev/tumbler/cluster/image"
 	"github.com/tumbler-dev/tumbler/coverage"
 	"github.com/tumbler-dev/tumbler/history"
-	"github.com/tumbler-dev/tumbler/internal/clockshim"
 	"github.com/tumbler-dev/tumbler/nemesis"
 	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/reports"
@@ -161,29 +160,8 @@ type run struct {
 	result      *checker.Result
 }
 
-// makeDir creates the run directory with plan.json and points latest at it.
-func (r *run) makeDir() error {
-	name := r.plan.Name
-	stamp := r.began.Format("20060102T150405.000")
-	r.dir = filepath.Join(r.opts.Store, name, stamp)
-	if err := os.MkdirAll(r.dir, 0o755); err != nil {
-		return fmt.Errorf("run directory: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(r.dir, "plan.json"), r.plan.JSON(), 0o644); err != nil {
-		return fmt.Errorf("run directory: %w", err)
-	}
-	for _, l := range []struct{ link, target string }{
-		{filepath.Join(r.opts.Store, "latest"), filepath.Join(name, stamp)},
-		{filepath.Join(r.opts.Store, name, "latest"), stamp},
-	} {
-		_ = os.Remove(l.link)
-		if err := os.Symlink(l.target, l.link); err != nil {
-			r.log.Warn("cannot update the latest link", "link", l.link, "err", err)
-		}
-	}
-	return nil
-}
-
+// execute brings the cluster up, records the workload and the nemesis
+// against it into the history on disk, and takes the cluster down.
 func (r *run) execute(ctx context.Context) (err error) {
 	p := r.plan
 	provider, acc, err := newProvider(ctx, p)
@@ -196,26 +174,9 @@ func (r *run) execute(ctx context.Context) (err error) {
 	if err := p.nemesisPlan().Validate(p.nemesisSetup(provider)); err != nil {
 		return errors.Join(fmt.Errorf("%w: faults: %w", ErrPlan, err), provider.Close())
 	}
-	r.log.Info("starting cluster", "topology", p.Topology.String(), "provider", p.Provider, "access", acc.String())
-	c, err := cluster.Start(ctx, cluster.Spec{
-		Topology: p.Topology, Clients: p.Workload.Clients, Persistence: p.Persistence,
-		Clock: p.nemesisPlan().NeedsNodeClock(), Dir: filepath.Join(r.dir, "cluster"), Provider: provider,
-		APIAddr: r.opts.ToxiproxyAPI, Access: acc, ClientACL: p.clientACL(),
-		Server: p.Server, NodeArgs: p.nodeArgs(), DownAfter: p.span(p.SentinelDownAfter),
-	})
+	c, err := r.startCluster(ctx, provider, acc)
 	if err != nil {
-		return accessErr(fmt.Errorf("start cluster %s: %w", p.Topology, err))
-	}
-	r.cluster = c
-	if r.version, err = c.Version(ctx); err != nil {
-		r.log.Warn("server version", "err", err)
-	}
-	if p.Server != "" && p.Provider == "external" && !strings.HasPrefix(r.version, p.Server.Name()+" ") {
-		_ = c.Close()
-		return fmt.Errorf("%w: the plan asks for %s, but the external deployment runs %s", ErrPlan, p.Server.Name(), r.version)
-	}
-	if a := c.APIAddr(); a != "" {
-		r.log.Info("toxiproxy API", "addr", "http://"+a+"/proxies")
+		return err
 	}
 	defer func() {
 		if cerr := c.Close(); cerr != nil && err == nil {
@@ -228,43 +189,96 @@ func (r *run) execute(ctx context.Context) (err error) {
 	if err := c.CheckClients(ctx); err != nil {
 		return accessErr(err)
 	}
+	cfg, err := r.clientsConfig(c)
+	if err != nil {
+		return err
+	}
+	workerLog, closeLog, err := r.openHistory()
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	return r.runWorkloadAndNemesis(ctx, c, provider, cfg, workerLog)
+}
+
+// startCluster starts the plan's cluster on provider and checks that an
+// external deployment runs the server the plan asks for.
+func (r *run) startCluster(ctx context.Context, provider cluster.Provider, acc *access.Config) (*cluster.Cluster, error) {
+	p := r.plan
+	r.log.Info("starting cluster", "topology", p.Topology.String(), "provider", p.Provider, "access", acc.String())
+	c, err := cluster.Start(ctx, cluster.Spec{
+		Topology: p.Topology, Clients: p.Workload.Clients, Persistence: p.Persistence,
+		Clock: p.nemesisPlan().NeedsNodeClock(), Dir: filepath.Join(r.dir, "cluster"), Provider: provider,
+		APIAddr: r.opts.ToxiproxyAPI, Access: acc, ClientACL: p.clientACL(),
+		Server: p.Server, NodeArgs: p.nodeArgs(), DownAfter: p.span(p.SentinelDownAfter),
+	})
+	if err != nil {
+		return nil, accessErr(fmt.Errorf("start cluster %s: %w", p.Topology, err))
+	}
+	r.cluster = c
+	if r.version, err = c.Version(ctx); err != nil {
+		r.log.Warn("server version", "err", err)
+	}
+	if p.Server != "" && p.Provider == "external" && !strings.HasPrefix(r.version, p.Server.Name()+" ") {
+		_ = c.Close()
+		return nil, fmt.Errorf("%w: the plan asks for %s, but the external deployment runs %s", ErrPlan, p.Server.Name(), r.version)
+	}
+	if a := c.APIAddr(); a != "" {
+		r.log.Info("toxiproxy API", "addr", "http://"+a+"/proxies")
+	}
+	return c, nil
+}
+
+// clientsConfig is the workload's configuration with each client's lock
+// spec, made for the client's view of cluster c.
+func (r *run) clientsConfig(c *cluster.Cluster) (workloads.Config, error) {
+	p := r.plan
 	plain, err := p.workloadConfig(nil)
 	if err != nil {
-		return fmt.Errorf("%w: workload: %w", ErrPlan, err)
+		return workloads.Config{}, fmt.Errorf("%w: workload: %w", ErrPlan, err)
 	}
 	specs := make([]json.RawMessage, p.Workload.Clients)
 	for i := range specs {
 		view, verr := c.ClientView(i)
 		if verr != nil {
-			return verr
+			return workloads.Config{}, verr
 		}
 		if specs[i], err = json.Marshal(p.clientLock(i, view, plain.AllKeys(), r.dir)); err != nil {
-			return err
+			return workloads.Config{}, err
 		}
 	}
 	cfg, err := p.workloadConfig(specs)
 	if err != nil {
-		return fmt.Errorf("%w: workload: %w", ErrPlan, err)
+		return workloads.Config{}, fmt.Errorf("%w: workload: %w", ErrPlan, err)
 	}
+	return cfg, nil
+}
 
-	r.oracle = newOracle(p.checkConfig())
+// openHistory starts the oracle and the history file, and opens where the
+// client processes' stderr goes (closeLog closes it).
+func (r *run) openHistory() (workerLog io.Writer, closeLog func(), err error) {
+	r.oracle = newOracle(r.plan.checkConfig())
 	// The history is not kept in memory: it is on disk, and read back to
 	// be checked when the run ends.
 	rec, err := history.CreateFile(filepath.Join(r.dir, reports.HistoryFile), history.RecorderOptions{Observe: r.oracle.observe})
 	if err != nil {
-		return fmt.Errorf("history: %w", err)
+		return nil, nil, fmt.Errorf("history: %w", err)
 	}
 	r.rec = rec
-	workerLog := r.opts.WorkerLog
-	if workerLog == nil {
-		f, ferr := os.Create(filepath.Join(r.dir, "clients.log"))
-		if ferr != nil {
-			return fmt.Errorf("client log: %w", ferr)
-		}
-		defer f.Close()
-		workerLog = f
+	if r.opts.WorkerLog != nil {
+		return r.opts.WorkerLog, func() {}, nil
 	}
+	f, err := os.Create(filepath.Join(r.dir, "clients.log"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("client log: %w", err)
+	}
+	return f, func() { f.Close() }, nil
+}
 
+// runWorkloadAndNemesis runs the workload and, beside it, the nemesis,
+// until the workload ends or ctx is cancelled (interrupted).
+func (r *run) runWorkloadAndNemesis(ctx context.Context, c *cluster.Cluster, provider cluster.Provider, cfg workloads.Config, workerLog io.Writer) (err error) {
+	p, rec := r.plan, r.rec
 	r.clock = history.NewClock()
 	r.started = time.Now()
 	var resource *workloads.Resource
@@ -435,103 +449,6 @@ func (r *run) reportStatus(done <-chan struct{}) (stop func()) {
 		}
 	}()
 	return func() { close(quit); wg.Wait() }
-}
-
-// clientControls gives the nemesis the workload's clients.
-type clientControls struct{ w *workloads.Workload }
-
-func (c clientControls) client(i int) (*workloads.Client, error) {
-	cs := c.w.Clients()
-	if i < 0 || i >= len(cs) {
-		return nil, fmt.Errorf("client %d: the workload has clients 0..%d", i, len(cs)-1)
-	}
-	return cs[i], nil
-}
-
-func (c clientControls) Count() int { return len(c.w.Clients()) }
-
-func (c clientControls) Pause(i int) error { return c.do(i, (*workloads.Client).Pause) }
-
-func (c clientControls) Resume(i int) error { return c.do(i, (*workloads.Client).Resume) }
-
-func (c clientControls) SetClockOffset(i int, d time.Duration) error {
-	return c.do(i, func(cl *workloads.Client) error { return cl.SetClockOffset(d) })
-}
-
-func (c clientControls) SetClockDrift(i int, d clockshim.Drift) error {
-	return c.do(i, func(cl *workloads.Client) error { return cl.SetClockDrift(d) })
-}
-
-func (c clientControls) ArmStep(i int, step string, a workloads.StepAction) error {
-	return c.do(i, func(cl *workloads.Client) error {
-		return cl.ArmStep(step, a)
-	})
-}
-
-func (c clientControls) GateResource(i int, closed bool) error {
-	return c.do(i, func(cl *workloads.Client) error { return cl.GateResource(closed) })
-}
-
-func (c clientControls) do(i int, f func(*workloads.Client) error) error {
-	cl, err := c.client(i)
-	if err != nil {
-		return err
-	}
-	return f(cl)
-}
-
-// oracle answers the nemesis's questions about the live history, and
-// counts the double grants so far for the status line.
-type oracle struct {
-	tracker *history.Tracker
-	mutex   *checker.MutexMonitor
-	mu      sync.Mutex
-	waiters map[string][]chan nemesis.Grant
-	granted int64
-}
-
-func newOracle(cfg checker.Config) *oracle {
-	return &oracle{tracker: history.NewTracker(), mutex: checker.NewMutexMonitor(cfg), waiters: map[string][]chan nemesis.Grant{}}
-}
-
-// observe runs under the recorder's lock: it must stay quick.
-func (o *oracle) observe(op history.Op) {
-	o.tracker.Observe(op)
-	o.mutex.Observe(op)
-	if op.IsNemesis() || op.F != history.Acquire || op.Type != history.OK {
-		return
-	}
-	o.mu.Lock()
-	o.granted++
-	for _, ch := range o.waiters[op.Key] {
-		ch <- nemesis.Grant{Client: op.Client, Value: op.Value}
-	}
-	delete(o.waiters, op.Key)
-	o.mu.Unlock()
-}
-
-func (o *oracle) grants() int64 {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.granted
-}
-
-func (o *oracle) Holder(key string) (nemesis.Grant, bool) {
-	h, ok := o.tracker.Holder(key)
-	return nemesis.Grant{Client: h.Client, Value: h.Value}, ok
-}
-
-func (o *oracle) WaitGrant(ctx context.Context, key string) (nemesis.Grant, error) {
-	ch := make(chan nemesis.Grant, 1)
-	o.mu.Lock()
-	o.waiters[key] = append(o.waiters[key], ch)
-	o.mu.Unlock()
-	select {
-	case g := <-ch:
-		return g, nil
-	case <-ctx.Done():
-		return nemesis.Grant{}, ctx.Err()
-	}
 }
 
 // prepareMachine makes this machine ready for the plan's provider once,

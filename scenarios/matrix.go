@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/outcome"
@@ -81,77 +82,121 @@ func SeedRunOf(seed int64, out *runner.Outcome, err error) SeedRun {
 	return sr
 }
 
-// MatrixProgress reports a run of a matrix as it starts (Result nil) and
-// when it is judged.
+// MatrixProgress reports a run of a matrix as it starts (Result nil), as
+// it goes (Run set: its status) and when it is judged.
 type MatrixProgress struct {
 	Scenario Scenario
 	Seed     int64
 	// Index counts this shard's runs from 1 to Total.
 	Index, Total int
-	// Result and Outcome are set when the run is over.
+	// Run, while the run goes, is its status (runner.Options.Status).
+	Run *runner.Status
+	// Result, Outcome and Err are set when the run is over (Err is the
+	// runner's error, as Reproduce returned it).
 	Result  *SeedRun
 	Outcome *runner.Outcome
+	Err     error
+
+	row int // index of the row in RunMatrix's rows
 }
 
 // RunMatrix runs every row on every seed — or, with shard, the runs the
-// shard owns, dealt round robin over the row×seed runs in order — one
-// after another, and collects the verdicts (matrix.Matrix). A run that
-// fails is an error in its SeedResult and the matrix goes on; only ctx
-// stops it early, returning what ran so far with ctx's error. Each run's
-// command is its reproduce command (opts.Command is ignored). progress
-// may be nil.
-func RunMatrix(ctx context.Context, rows []Scenario, seeds []int64, shard *matrix.Shard, opts runner.Options, progress func(MatrixProgress)) (matrix.Matrix, error) {
+// shard owns, dealt round robin over the row×seed runs in order — up to
+// parallel at once (each run on its own cluster and ports; below 1: one),
+// and collects the verdicts (matrix.Matrix), in the order of the runs
+// whatever order they end in. A run that fails is an error in its
+// SeedResult and the matrix goes on; only ctx stops it early, returning
+// the runs that ended before with ctx's error. Each run's command is its
+// reproduce command unless opts.Command is set; opts.Status is replaced
+// by progress's Run. progress may be nil; it is never called by two runs
+// at once.
+func RunMatrix(ctx context.Context, rows []Scenario, seeds []int64, shard *matrix.Shard, parallel int, opts runner.Options, progress func(MatrixProgress)) (matrix.Matrix, error) {
 	m := matrix.Matrix{Shard: shard, SeedsPerRow: len(seeds)}
 	if shard != nil {
 		if err := shard.Validate(); err != nil {
 			return m, fmt.Errorf("%w: %w", outcome.ErrInput, err)
 		}
 	}
-	type unit struct {
-		row  int
-		seed int64
-	}
-	var units []unit
-	for i := range rows {
+	var units []MatrixProgress
+	for i, s := range rows {
 		for k, seed := range seeds {
 			if shard == nil || shard.Owns(i*len(seeds)+k) {
-				units = append(units, unit{i, seed})
+				units = append(units, MatrixProgress{Scenario: s, Seed: seed, Index: len(units) + 1, row: i})
 			}
 		}
 	}
-	rowAt := map[int]int{}
-	opts.Command = ""
-	for n, u := range units {
-		if err := ctx.Err(); err != nil {
-			return m, err
-		}
-		s := rows[u.row]
-		p := MatrixProgress{Scenario: s, Seed: u.seed, Index: n + 1, Total: len(units)}
+	for n := range units {
+		units[n].Total = len(units)
+	}
+	var mu sync.Mutex
+	report := func(p MatrixProgress) {
 		if progress != nil {
+			mu.Lock()
+			defer mu.Unlock()
 			progress(p)
 		}
-		j, out, err := Reproduce(ctx, s, u.seed, opts)
-		if ctx.Err() != nil {
-			// A run cut short by the caller is no verdict on the row.
-			return m, ctx.Err()
+	}
+	results := make([]*SeedRun, len(units))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(max(parallel, 1), len(units)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range next {
+				results[n] = runUnit(ctx, units[n], opts, report)
+			}
+		}()
+	}
+feed:
+	for n := range units {
+		select {
+		case next <- n:
+		case <-ctx.Done():
+			break feed
 		}
-		if err != nil && opts.Log != nil {
-			opts.Log.Warn("matrix run failed", "scenario", s.Name, "seed", u.seed, "err", err)
+	}
+	close(next)
+	wg.Wait()
+	rowAt := map[int]int{}
+	for n, j := range results {
+		if j == nil {
+			continue // not run, or cut short: no verdict on the row
 		}
-		i, ok := rowAt[u.row]
+		s := units[n].Scenario
+		i, ok := rowAt[units[n].row]
 		if !ok {
 			i = len(m.Rows)
-			rowAt[u.row] = i
+			rowAt[units[n].row] = i
 			m.Rows = append(m.Rows, matrix.Row{Scenario: s.Name, Server: s.Plan.Server.Name(), Expected: s.Expect})
 		}
 		m.Rows[i].Seeds = append(m.Rows[i].Seeds, j.SeedResult)
 		m.Rows[i].Status = matrix.RowStatus(m.Rows[i].Seeds)
-		if progress != nil {
-			p.Result, p.Outcome = &j, out
-			progress(p)
-		}
 	}
-	return m, nil
+	return m, ctx.Err()
+}
+
+// runUnit runs one row on one seed for RunMatrix: nil when ctx cut it short.
+func runUnit(ctx context.Context, p MatrixProgress, opts runner.Options, report func(MatrixProgress)) *SeedRun {
+	if ctx.Err() != nil {
+		return nil
+	}
+	report(p)
+	opts.Status = func(rs runner.Status) {
+		q := p
+		q.Run = &rs
+		report(q)
+	}
+	j, out, err := Reproduce(ctx, p.Scenario, p.Seed, opts)
+	if ctx.Err() != nil {
+		return nil // a run cut short by the caller is no verdict on the row
+	}
+	if err != nil && opts.Log != nil {
+		opts.Log.Warn("matrix run failed", "scenario", p.Scenario.Name, "seed", p.Seed, "err", err)
+	}
+	p.Result, p.Outcome, p.Err = &j, out, err
+	report(p)
+	return &j
 }
 
 // Describe says in one line whether a run reproduced the row's documented

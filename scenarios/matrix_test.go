@@ -99,8 +99,12 @@ func TestRunMatrixShard(t *testing.T) {
 	s := quickBaseline(t)
 	store := t.TempDir()
 	var events []MatrixProgress
-	m, err := RunMatrix(context.Background(), []Scenario{s}, []int64{1, 2}, &matrix.Shard{Index: 1, Count: 2},
-		runner.Options{Store: store}, func(p MatrixProgress) { events = append(events, p) })
+	m, err := RunMatrix(context.Background(), []Scenario{s}, []int64{1, 2}, &matrix.Shard{Index: 1, Count: 2}, 1,
+		runner.Options{Store: store}, func(p MatrixProgress) {
+			if p.Run == nil {
+				events = append(events, p)
+			}
+		})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,15 +128,15 @@ func TestRunMatrixShard(t *testing.T) {
 	// The other shard owns seed 2 only; a cancelled context runs nothing.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	m, err = RunMatrix(ctx, []Scenario{s}, []int64{1, 2}, &matrix.Shard{Index: 2, Count: 2}, runner.Options{Store: store}, nil)
+	m, err = RunMatrix(ctx, []Scenario{s}, []int64{1, 2}, &matrix.Shard{Index: 2, Count: 2}, 1, runner.Options{Store: store}, nil)
 	if !errors.Is(err, context.Canceled) || len(m.Rows) != 0 {
 		t.Fatalf("cancelled: %v, %+v", err, m)
 	}
-	if _, err := RunMatrix(context.Background(), []Scenario{s}, []int64{1}, &matrix.Shard{Index: 3, Count: 2}, runner.Options{}, nil); !errors.Is(err, outcome.ErrInput) {
+	if _, err := RunMatrix(context.Background(), []Scenario{s}, []int64{1}, &matrix.Shard{Index: 3, Count: 2}, 1, runner.Options{}, nil); !errors.Is(err, outcome.ErrInput) {
 		t.Fatalf("impossible shard: %v", err)
 	}
 	// Two shards of one row on one seed: the second has nothing to run.
-	m, err = RunMatrix(context.Background(), []Scenario{s}, []int64{1}, &matrix.Shard{Index: 2, Count: 2}, runner.Options{Store: store}, nil)
+	m, err = RunMatrix(context.Background(), []Scenario{s}, []int64{1}, &matrix.Shard{Index: 2, Count: 2}, 1, runner.Options{Store: store}, nil)
 	if err != nil || len(m.Rows) != 0 {
 		t.Fatalf("empty shard: %v, %+v", err, m)
 	}

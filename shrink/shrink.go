@@ -35,6 +35,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/outcome"
+	"github.com/tumbler-dev/tumbler/reports"
 	"github.com/tumbler-dev/tumbler/runner"
 	"github.com/tumbler-dev/tumbler/scenarios"
 )
@@ -76,6 +77,11 @@ type Options struct {
 	Progress func(Progress)
 	// Run runs a replay (default runner.Run).
 	Run RunFunc
+	// Confirmed, when set, is the report directory of a replay of the
+	// plan as found that failed alike, made by a caller that already
+	// replayed the plan k of R times (a hunt, Options.Replays there): the
+	// shrink starts from it instead of replaying the plan as found again.
+	Confirmed string
 }
 
 // Progress is a snapshot of a shrink in progress.
@@ -246,9 +252,14 @@ type shrinker struct {
 
 func (s *shrinker) spent() bool { return time.Since(s.began) >= s.o.Budget }
 
-// search replays the plan as found, then shrinks it pass after pass.
+// search replays the plan as found (unless Options.Confirmed), then
+// shrinks it pass after pass.
 func (s *shrinker) search(ctx context.Context, plan runner.Plan) error {
-	if !s.try(ctx, "the plan as found", plan) {
+	if s.o.Confirmed != "" {
+		if err := s.confirmed(plan); err != nil {
+			return err
+		}
+	} else if !s.try(ctx, "the plan as found", plan) {
 		if ctx.Err() == nil {
 			s.o.Log.Warn("the plan as found does not fail often enough to shrink", "need", s.o.Need, "replays", s.o.Replays)
 		}
@@ -342,14 +353,51 @@ func (s *shrinker) try(ctx context.Context, change string, p runner.Plan) bool {
 	return c.Kept
 }
 
+// confirmed takes the plan as found as replayed by the caller
+// (Options.Confirmed): the base, with its failing replay's anomaly time
+// and faults, listed as a candidate kept.
+func (s *shrinker) confirmed(plan runner.Plan) error {
+	res, err := reports.ReadResults(s.o.Confirmed)
+	if err != nil {
+		return fmt.Errorf("%w: the confirmed replay: %w", runner.ErrPlan, err)
+	}
+	at, ok := s.failsAlikeResult(res.Result)
+	if !ok {
+		return fmt.Errorf("%w: the confirmed replay in %s shows no anomaly of %v", runner.ErrPlan, s.o.Confirmed, s.o.Kinds)
+	}
+	s.at, s.faults = at, res.Result.Faults
+	key := string(plan.JSON())
+	s.tried = map[string]bool{key: true}
+	dir := s.o.Confirmed
+	if ad, err := filepath.Abs(s.o.Dir); err == nil {
+		if ac, err := filepath.Abs(dir); err == nil {
+			if rel, err := filepath.Rel(ad, ac); err == nil {
+				dir = rel
+			}
+		}
+	}
+	s.res.Candidates = append(s.res.Candidates, Candidate{Change: "the plan as found, replayed before the shrink",
+		Plan: plan, Replayed: s.o.Need, Failed: s.o.Need, Kept: true, Dir: dir})
+	s.res.Report = dir
+	return nil
+}
+
 // failsAlike says whether a replay shows an anomaly of a wanted kind, and
 // when the first one happened.
 func (s *shrinker) failsAlike(out *runner.Outcome) (time.Duration, bool) {
-	if out == nil || out.Result == nil || out.Judgement.Verdict != checker.Invalid || out.Interrupted {
+	if out == nil || out.Judgement.Verdict != checker.Invalid || out.Interrupted {
+		return 0, false
+	}
+	return s.failsAlikeResult(out.Result)
+}
+
+// failsAlikeResult is failsAlike for a checked result.
+func (s *shrinker) failsAlikeResult(res *checker.Result) (time.Duration, bool) {
+	if res == nil || res.Verdict != checker.Invalid {
 		return 0, false
 	}
 	first := time.Duration(-1)
-	for _, a := range out.Result.Anomalies {
+	for _, a := range res.Anomalies {
 		if slices.Contains(s.o.Kinds, a.Kind) {
 			if d := time.Duration(a.At); first < 0 || d < first {
 				first = d

@@ -248,3 +248,46 @@ func TestShrinkHalvesEverySpan(t *testing.T) {
 		}
 	}
 }
+
+// TestShrinkFromAConfirmedReplay: a caller that replayed the plan as found
+// already (a hunt) hands over a failing replay; the shrink starts from it,
+// replays the plan as found no more, and finds the same minimum.
+func TestShrinkFromAConfirmedReplay(t *testing.T) {
+	root := t.TempDir()
+	confirmed := filepath.Join(root, "replays", "seed-7", "t")
+	if err := os.MkdirAll(confirmed, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	results := `{"result": {"verdict": "invalid", "anomalies": [{"kind": "double-grant", "at": 5000000000}],
+	  "faults": [{"id": "f2", "desc": "restart n3 empty", "start": 4000000000}]}}`
+	if err := os.WriteFile(filepath.Join(confirmed, "results.json"), []byte(results), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int64
+	plan := foundPlan(t).Normalize()
+	var asFound int
+	run := fake(&calls)
+	counting := func(ctx context.Context, p runner.Plan, o runner.Options) (*runner.Outcome, error) {
+		q := p
+		q.Name = plan.Name
+		if string(q.JSON()) == string(plan.JSON()) {
+			asFound++
+		}
+		return run(ctx, p, o)
+	}
+	dir := filepath.Join(root, "shrink")
+	res, err := Shrink(context.Background(), plan, Options{Kinds: []checker.Kind{checker.DoubleGrant}, Dir: dir, Budget: time.Hour, Run: counting, Confirmed: confirmed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if asFound != 0 || !res.Reproduced || len(res.Minimal.Faults) != 2 || res.Candidates[0].Dir != "../replays/seed-7/t" {
+		t.Fatalf("plan as found replayed %d times, reproduced %v, minimal %d steps, first candidate %+v", asFound, res.Reproduced, len(res.Minimal.Faults), res.Candidates[0])
+	}
+	// A confirmation that shows no such anomaly is refused.
+	if err := os.WriteFile(filepath.Join(confirmed, "results.json"), []byte(`{"result": {"verdict": "valid"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Shrink(context.Background(), plan, Options{Kinds: []checker.Kind{checker.DoubleGrant}, Dir: filepath.Join(root, "s2"), Run: counting, Confirmed: confirmed}); !errors.Is(err, outcome.ErrInput) {
+		t.Errorf("a confirmation without the anomaly: %v, want bad input", err)
+	}
+}

@@ -16,11 +16,8 @@ import (
 )
 
 func (a *app) auditCmd() *cobra.Command {
-	var external string
-	var nodes, sentinels []string
-	var ttl time.Duration
+	var f auditFlags
 	var asJSON bool
-	var target targetFlags
 	cmd := &cobra.Command{
 		Use:   "audit --external FILE | --node ADDR... [--sentinel ADDR...]",
 		Short: "Read a deployment's settings and name the catalog rows its risks expose locks to",
@@ -47,47 +44,9 @@ refused, 255 a node could not be read.`,
   tumbler audit --node redis.internal:6380 --auth-user ops --auth-password-env OPS_PW --tls-ca ca.crt`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var d audit.Deployment
-			var acc *access.Config
-			switch {
-			case external != "" && (len(nodes) > 0 || len(sentinels) > 0):
-				return errors.New("--external conflicts with --node and --sentinel: give one")
-			case external != "":
-				cfg, err := cluster.LoadExternalConfig(external)
-				if err != nil {
-					return fmt.Errorf("--external: %w", err)
-				}
-				d, acc = audit.FromExternal(cfg), cfg.Access
-			case len(nodes) == 0:
-				return errors.New("give the deployment: --external FILE, or --node ADDR (and --sentinel ADDR)")
-			default:
-				d = audit.Deployment{Nodes: map[string]string{}, Sentinels: map[string]string{}}
-				for i, n := range nodes {
-					d.Nodes["n"+strconv.Itoa(i+1)] = n
-				}
-				for i, s := range sentinels {
-					d.Sentinels["s"+strconv.Itoa(i+1)] = s
-				}
-			}
-			t, err := target.target()
+			d, err := f.deployment()
 			if err != nil {
 				return err
-			}
-			if t.Access != nil {
-				acc = t.Access
-			}
-			if ttl < 0 {
-				return fmt.Errorf("--ttl: %v is negative", ttl)
-			}
-			d.TTL = ttl
-			if acc != nil {
-				who := acc.Admin
-				if who.IsZero() {
-					who = acc.Client
-				}
-				if d.Login, err = access.Resolve(who, acc.TLS); err != nil {
-					return fmt.Errorf("--auth-*/--admin-*/--tls-*: %w", err)
-				}
 			}
 			ctx, stop := a.interruptible(cmd.Context())
 			defer stop()
@@ -108,11 +67,67 @@ refused, 255 a node could not be read.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&external, "external", "", "the deployment's external configuration (its nodes, Sentinels and access)")
-	fs.StringSliceVar(&nodes, "node", nil, "a data node's address host:port (repeat, or comma separated)")
-	fs.StringSliceVar(&sentinels, "sentinel", nil, "a Sentinel's address host:port (repeat, or comma separated)")
-	fs.DurationVar(&ttl, "ttl", audit.DefaultTTL, "the TTL of the locks the deployment serves, to weigh Sentinel's timings and clock skew against")
+	fs.StringVar(&f.external, "external", "", "the deployment's external configuration (its nodes, Sentinels and access)")
+	fs.StringSliceVar(&f.nodes, "node", nil, "a data node's address host:port (repeat, or comma separated)")
+	fs.StringSliceVar(&f.sentinels, "sentinel", nil, "a Sentinel's address host:port (repeat, or comma separated)")
+	fs.DurationVar(&f.ttl, "ttl", audit.DefaultTTL, "the TTL of the locks the deployment serves, to weigh Sentinel's timings and clock skew against")
 	fs.BoolVar(&asJSON, "json", false, "print the findings as JSON")
-	target.bindAccess(fs)
+	f.target.bindAccess(fs)
 	return cmd
+}
+
+// auditFlags are audit's flags that name the deployment and how to log in.
+type auditFlags struct {
+	external         string
+	nodes, sentinels []string
+	ttl              time.Duration
+	target           targetFlags
+}
+
+// deployment is the deployment the flags name, with the login to read it
+// by (the admin's where given).
+func (f *auditFlags) deployment() (audit.Deployment, error) {
+	var d audit.Deployment
+	var acc *access.Config
+	switch {
+	case f.external != "" && (len(f.nodes) > 0 || len(f.sentinels) > 0):
+		return d, errors.New("--external conflicts with --node and --sentinel: give one")
+	case f.external != "":
+		cfg, err := cluster.LoadExternalConfig(f.external)
+		if err != nil {
+			return d, fmt.Errorf("--external: %w", err)
+		}
+		d, acc = audit.FromExternal(cfg), cfg.Access
+	case len(f.nodes) == 0:
+		return d, errors.New("give the deployment: --external FILE, or --node ADDR (and --sentinel ADDR)")
+	default:
+		d = audit.Deployment{Nodes: map[string]string{}, Sentinels: map[string]string{}}
+		for i, n := range f.nodes {
+			d.Nodes["n"+strconv.Itoa(i+1)] = n
+		}
+		for i, s := range f.sentinels {
+			d.Sentinels["s"+strconv.Itoa(i+1)] = s
+		}
+	}
+	t, err := f.target.target()
+	if err != nil {
+		return d, err
+	}
+	if t.Access != nil {
+		acc = t.Access
+	}
+	if f.ttl < 0 {
+		return d, fmt.Errorf("--ttl: %v is negative", f.ttl)
+	}
+	d.TTL = f.ttl
+	if acc != nil {
+		who := acc.Admin
+		if who.IsZero() {
+			who = acc.Client
+		}
+		if d.Login, err = access.Resolve(who, acc.TLS); err != nil {
+			return d, fmt.Errorf("--auth-*/--admin-*/--tls-*: %w", err)
+		}
+	}
+	return d, nil
 }

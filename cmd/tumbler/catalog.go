@@ -103,19 +103,21 @@ type rowResult struct {
 	Error        string          `json:"error,omitempty"`
 }
 
-func (a *app) reproduceCmd() *cobra.Command {
-	var all, asJSON bool
-	var file, store string
-	var seed int64
-	var target targetFlags
-	cmd := &cobra.Command{
-		Use:   "reproduce NAME... | --all | --file ROW.json",
-		Short: "Run catalog rows and say whether each documented failure mode was reproduced",
-		Long: `reproduce runs one or more rows of the catalog (see "tumbler list"), or a row
+// reproduceFlags are reproduce's flags.
+type reproduceFlags struct {
+	all, asJSON bool
+	parallel    int
+	file, store string
+	seed        int64
+	target      targetFlags
+}
+
+const reproduceLong = `reproduce runs one or more rows of the catalog (see "tumbler list"), or a row
 you wrote yourself (--file: the catalog's JSON — name, what, source, expect,
 plan), and says plainly whether the run gave the documented verdict: the
 anomaly an "invalid" row names, none for a "valid" row. A run slower than 30 s
 or interrupted does not count. Each run writes its report under --store.
+--parallel N runs N rows at once, each on its own cluster and ports.
 
 --provider, --external, --server and the --auth-*/--tls-* flags run the rows
 where "tumbler run" would: in containers, against your deployment (an
@@ -124,80 +126,116 @@ run (another topology than the deployment's, a fault it has no hook for) is
 refused before anything runs, with the reason.
 
 Exit codes: 0 when every run matched its row's expectation, 1 when one did not,
-255 when none mismatched but a run failed, 254 bad arguments or a row refused.`,
-		Example: `  tumbler reproduce single-baseline
+255 when none mismatched but a run failed, 254 bad arguments or a row refused.`
+
+const reproduceExample = `  tumbler reproduce single-baseline
   tumbler reproduce single-failover redlock-restart-empty --seed 3
   tumbler reproduce single-failover --provider docker
   tumbler reproduce redlock-restart-empty --external deploy/external.json --server valkey
   tumbler reproduce --all --json
-  tumbler reproduce --file my-row.json`,
+  tumbler reproduce --all --parallel 2
+  tumbler reproduce --file my-row.json`
+
+func (a *app) reproduceCmd() *cobra.Command {
+	var f reproduceFlags
+	cmd := &cobra.Command{
+		Use:     "reproduce NAME... | --all | --file ROW.json",
+		Short:   "Run catalog rows and say whether each documented failure mode was reproduced",
+		Long:    reproduceLong,
+		Example: reproduceExample,
 		RunE: func(cmd *cobra.Command, names []string) error {
-			rows, err := reproduceRows(all, file, names)
-			if err != nil {
-				return err
-			}
-			t, err := target.target()
-			if err != nil {
-				return err
-			}
-			// Every row is moved onto the target first: a row the target
-			// cannot run is refused before anything runs, with the reason.
-			for i, s := range rows {
-				if rows[i], err = s.On(t); err != nil {
-					return failed(err)
-				}
-			}
-			ctx, stop := a.interruptible(cmd.Context())
-			defer stop()
-			var results []rowResult
-			mismatch, errored := false, false
-			for _, s := range rows {
-				if ctx.Err() != nil {
-					break
-				}
-				opts := runner.Options{Store: store, Log: a.log, Status: a.statusFunc(fmt.Sprintf("%s seed %d", s.Name, seed))}
-				if file != "" {
-					opts.Command = "tumbler " + shellJoin([]string{"reproduce", "--file", file, "--seed", fmt.Sprint(seed)})
-				}
-				a.log.Info("reproduce", "scenario", s.Name, "seed", seed, "expected", s.Expect.String())
-				j, out, err := scenarios.Reproduce(ctx, s, seed, opts)
-				a.con.clear()
-				if err != nil && errors.Is(err, outcome.ErrInput) {
-					return failed(err)
-				}
-				mismatch = mismatch || (j.Error == "" && !j.Matched)
-				errored = errored || j.Error != ""
-				results = append(results, rowResultOf(s, j))
-				if !asJSON {
-					a.con.printf("%s\n", scenarios.Describe(s, j))
-					if out != nil && out.Result != nil && out.Report.Has("index.html") {
-						a.con.printf("  report: %s\n", out.Report.Index())
-					}
-				}
-			}
-			interrupted := ctx.Err() != nil && len(results) < len(rows)
-			if asJSON {
-				b, _ := json.MarshalIndent(results, "", "  ")
-				fmt.Fprintf(a.stdout, "%s\n", b)
-			} else {
-				if interrupted {
-					a.con.printf("interrupted after %d of %d rows\n", len(results), len(rows))
-				}
-				if len(rows) > 1 {
-					a.con.printf("%s\n", reproduceSummary(results))
-				}
-			}
-			return exit(outcome.MatchCode(mismatch || interrupted, errored))
+			return a.reproduce(cmd, names, &f)
 		},
 	}
 	fs := cmd.Flags()
-	fs.BoolVar(&all, "all", false, "run every catalog row")
-	fs.StringVar(&file, "file", "", "run a row written as JSON (the catalog's format)")
-	fs.Int64Var(&seed, "seed", 1, "seed of the run")
-	fs.StringVar(&store, "store", "store", "directory the runs' reports are kept in")
-	fs.BoolVar(&asJSON, "json", false, "print a machine-readable result per run instead of prose")
-	target.bind(fs)
+	fs.BoolVar(&f.all, "all", false, "run every catalog row")
+	fs.IntVar(&f.parallel, "parallel", runner.DefaultParallel, "run this many rows at once, each on its own cluster and ports")
+	fs.StringVar(&f.file, "file", "", "run a row written as JSON (the catalog's format)")
+	fs.Int64Var(&f.seed, "seed", 1, "seed of the run")
+	fs.StringVar(&f.store, "store", "store", "directory the runs' reports are kept in")
+	fs.BoolVar(&f.asJSON, "json", false, "print a machine-readable result per run instead of prose")
+	f.target.bind(fs)
 	return cmd
+}
+
+// reproduce runs the rows and says of each whether it reproduced.
+func (a *app) reproduce(cmd *cobra.Command, names []string, f *reproduceFlags) error {
+	rows, err := reproduceRows(f.all, f.file, names)
+	if err != nil {
+		return err
+	}
+	if f.parallel < 1 {
+		return fmt.Errorf("--parallel: %d, want at least 1 run at once", f.parallel)
+	}
+	t, err := f.target.target()
+	if err != nil {
+		return err
+	}
+	// Every row is moved onto the target first: a row the target
+	// cannot run is refused before anything runs, with the reason.
+	for i, s := range rows {
+		if rows[i], err = s.On(t); err != nil {
+			return failed(err)
+		}
+	}
+	ctx, stop := a.interruptible(cmd.Context())
+	defer stop()
+	opts := runner.Options{Store: f.store, Log: a.log}
+	if f.file != "" {
+		opts.Command = "tumbler " + shellJoin([]string{"reproduce", "--file", f.file, "--seed", fmt.Sprint(f.seed)})
+	}
+	// Runs at once end in any order: each is said as it ends, and
+	// --json lists them in the rows' order.
+	byRow := make([]*rowResult, len(rows))
+	var refused error
+	mismatch, errored := false, false
+	_, _ = scenarios.RunMatrix(ctx, rows, []int64{f.seed}, nil, f.parallel, opts, func(p scenarios.MatrixProgress) {
+		switch {
+		case p.Run != nil:
+			a.statusFunc(fmt.Sprintf("%s seed %d", p.Scenario.Name, f.seed))(*p.Run)
+			return
+		case p.Result == nil:
+			a.log.Info("reproduce", "scenario", p.Scenario.Name, "seed", f.seed, "expected", p.Scenario.Expect.String())
+			return
+		}
+		a.con.clear()
+		j := *p.Result
+		if errors.Is(p.Err, outcome.ErrInput) && refused == nil {
+			refused = p.Err
+		}
+		mismatch = mismatch || (j.Error == "" && !j.Matched)
+		errored = errored || j.Error != ""
+		r := rowResultOf(p.Scenario, j)
+		byRow[p.Index-1] = &r
+		if !f.asJSON {
+			a.con.printf("%s\n", scenarios.Describe(p.Scenario, j))
+			if out := p.Outcome; out != nil && out.Result != nil && out.Report.Has("index.html") {
+				a.con.printf("  report: %s\n", out.Report.Index())
+			}
+		}
+	})
+	if refused != nil {
+		return failed(refused)
+	}
+	var results []rowResult
+	for _, r := range byRow {
+		if r != nil {
+			results = append(results, *r)
+		}
+	}
+	interrupted := ctx.Err() != nil && len(results) < len(rows)
+	if f.asJSON {
+		b, _ := json.MarshalIndent(results, "", "  ")
+		fmt.Fprintf(a.stdout, "%s\n", b)
+	} else {
+		if interrupted {
+			a.con.printf("interrupted after %d of %d rows\n", len(results), len(rows))
+		}
+		if len(rows) > 1 {
+			a.con.printf("%s\n", reproduceSummary(results))
+		}
+	}
+	return exit(outcome.MatchCode(mismatch || interrupted, errored))
 }
 
 // reproduceRows are the rows reproduce runs: every row (--all), a row

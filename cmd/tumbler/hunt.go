@@ -18,6 +18,7 @@ import (
 	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/runner"
 	"github.com/tumbler-dev/tumbler/scenarios"
+	"github.com/tumbler-dev/tumbler/scenarios/matrix"
 	"github.com/tumbler-dev/tumbler/shrink"
 )
 
@@ -49,7 +50,8 @@ func (a *app) huntCmd() *cobra.Command {
 	var want []string
 	var budget time.Duration
 	var firstSeed int64
-	var seeds int
+	var seeds, parallel int
+	var shardFlag string
 	var keepGoing, noShrink, keepAll, asJSON bool
 	var cov coverageFlags
 	cmd := &cobra.Command{
@@ -63,7 +65,18 @@ the row's schedule uses, not its schedule), one seed after another from
 go on and collect every find). No attempt starts once the time left is
 shorter than its --time-limit.
 
-It then shrinks the first find (unless --no-shrink): it replays smaller
+--parallel N runs N attempts at once, each on its own cluster and ports;
+the seeds are handed out in order and hunt.json lists the attempts in seed
+order, so the hunt tries the plans a serial one draws (a find stops it once
+every lower seed has ended; attempts on higher seeds still running are
+abandoned). --shard i/n makes this hunt part i of n of one hunt over seeds
+--first-seed on (seeds first+i-1, first+i-1+n, …: the plans the whole hunt
+draws for them); "tumbler hunt merge DIR..." joins the shards.
+
+Unless --no-shrink, a find is first replayed up to --replays times: one that
+fails alike (an anomaly of its kinds) in fewer than --need of them is kept
+and listed, and the hunt goes on, within its budget, for a find that does.
+It then shrinks the first find that replays: it replays smaller
 plans — fewer steps, shorter faults and time limit, milder magnitudes,
 fewer clients and keys — each up to --replays times, and keeps one when at
 least --need of them fail with the same anomaly kind (timing is not
@@ -87,10 +100,18 @@ first (or an attempt was unknown), 254 bad input, 255 the harness failed
 three attempts in a row.`,
 		Example: `  tumbler hunt --lock redlock --nodes 5 --nemesis partition,restart,clock --budget 10m
   tumbler hunt --like redlock-restart-empty --budget 3m
-  tumbler hunt --lock single --topology replicated:1+sentinels --nemesis failover,pause --budget 5m --keep-going --no-shrink`,
+  tumbler hunt --lock single --topology replicated:1+sentinels --nemesis failover,pause --budget 5m --keep-going --no-shrink
+  tumbler hunt --like latch-failover --budget 20m --parallel 2
+  # on three runners, then join
+  tumbler hunt --like redlock-restart-empty --budget 30m --shard 2/3 --store shard2
+  tumbler hunt merge shard*/hunts/latest --out all/`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := huntArgs(cmd, budget, seeds); err != nil {
+			if err := huntArgs(cmd, budget, seeds, parallel); err != nil {
+				return failed(err)
+			}
+			shard, err := huntShard(shardFlag)
+			if err != nil {
 				return failed(err)
 			}
 			if err := cov.check(); err != nil {
@@ -118,11 +139,17 @@ three attempts in a row.`,
 			}
 			ctx, stop := a.interruptible(cmd.Context())
 			defer stop()
-			s, err := hunt.Run(ctx, template, draw, hunt.Options{
-				Name: name, Budget: budget, FirstSeed: firstSeed, MaxSeeds: seeds, Want: wanted, After: after,
-				KeepGoing: keepGoing, KeepAll: keepAll, Store: store, Log: a.log, Status: a.huntStatus,
+			ho := hunt.Options{
+				Name: name, Budget: budget, FirstSeed: firstSeed, MaxSeeds: seeds, Parallel: parallel, Shard: shard,
+				Want: wanted, After: after, KeepGoing: keepGoing, KeepAll: keepAll, Store: store, Log: a.log, Status: a.huntStatus,
 				UntilCovered: cov.until, Guided: cov.guided,
-			})
+			}
+			if !noShrink {
+				// A find is shrunk only if it replays; one that does not is
+				// listed and the hunt goes on for one that does.
+				ho.Replays, ho.Need = so.Replays, so.Need
+			}
+			s, err := hunt.Run(ctx, template, draw, ho)
 			a.con.clear()
 			if err != nil {
 				if s == nil {
@@ -131,7 +158,7 @@ three attempts in a row.`,
 				a.log.Error("hunt", "err", err)
 			}
 			var sh *shrink.Result
-			if found, ok := s.Found(); ok && !noShrink && ctx.Err() == nil {
+			if found, ok := s.ToShrink(); ok && !noShrink && ctx.Err() == nil {
 				sh = a.shrinkFind(ctx, s, found, so)
 			}
 			return a.huntOutcome(s, sh, err, asJSON)
@@ -142,7 +169,9 @@ three attempts in a row.`,
 	fs.StringVar(&like, "like", "", "hunt with this catalog row's configuration and the fault kinds its schedule uses (not its schedule)")
 	fs.DurationVar(&budget, "budget", 0, "how long the hunt may take (required)")
 	fs.Int64Var(&firstSeed, "first-seed", 1, "the first seed tried; each attempt takes the next")
-	fs.IntVar(&seeds, "seeds", 0, "try at most this many seeds (0: as many as the budget allows)")
+	fs.IntVar(&seeds, "seeds", 0, "try at most this many seeds, --first-seed on (0: as many as the budget allows)")
+	fs.IntVar(&parallel, "parallel", runner.DefaultParallel, "run this many attempts at once, each on its own cluster and ports")
+	fs.StringVar(&shardFlag, "shard", "", "be part i of n (i/n) of one hunt: try seeds first+i-1, first+i-1+n, … (join the shards with \"hunt merge\")")
 	fs.StringSliceVar(&want, "want", nil, "anomaly kinds that count as a find (default: any; --like: the row's)")
 	fs.BoolVar(&keepGoing, "keep-going", false, "go on after a find until the budget is spent")
 	fs.BoolVar(&noShrink, "no-shrink", false, "do not shrink the first find")
@@ -151,12 +180,44 @@ three attempts in a row.`,
 	fs.BoolVar(&asJSON, "json", false, "print hunt.json's summary (and the shrink's) instead of prose")
 	sf.bind(cmd, "shrink-budget")
 	cov.bind(cmd)
+	cmd.AddCommand(a.huntMergeCmd())
 	return cmd
 }
 
-// huntArgs refuses a hunt without a positive budget, with --seed, or with
-// a negative number of seeds.
-func huntArgs(cmd *cobra.Command, budget time.Duration, seeds int) error {
+func (a *app) huntMergeCmd() *cobra.Command {
+	var out string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "merge DIR... --out DIR",
+		Short: "Join the shards of one hunt (hunt --shard i/n) into one hunt.json and page",
+		Long: `merge joins the hunt directories that "tumbler hunt --shard i/n" made on
+several runners (each holds hunt.json; store/hunts/latest is the last hunt of a
+store) into one hunt.json and index.html in --out: every attempt in seed
+order, linked to its plan and report where its shard keeps them, and the
+first find over all shards. Shards of different hunts (another
+configuration, fault kinds, wanted kinds, seeds or replays), a shard given
+twice and a missing shard are refused.
+
+Exit codes as hunt: 1 a shard found an anomaly of a wanted kind, 0 none did,
+2 a shard was interrupted (or an attempt unknown), 255 a shard's harness kept
+failing, 254 shards that do not fit together.`,
+		Example: `  tumbler hunt merge shard1/hunts/latest shard2/hunts/latest shard3/hunts/latest --out all/`,
+		RunE: func(_ *cobra.Command, dirs []string) error {
+			s, err := hunt.Merge(out, dirs...)
+			if err != nil {
+				return failed(err)
+			}
+			return a.huntOutcome(s, nil, nil, asJSON)
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", ".", "directory for the merged hunt.json and index.html")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the merged hunt.json instead of prose")
+	return cmd
+}
+
+// huntArgs refuses a hunt without a positive budget, with --seed, with
+// a negative number of seeds or fewer than one attempt at once.
+func huntArgs(cmd *cobra.Command, budget time.Duration, seeds, parallel int) error {
 	if !cmd.Flags().Changed("budget") {
 		return fmt.Errorf("%w: --budget is required: how long the hunt may take (\"10m\")", runner.ErrPlan)
 	}
@@ -169,7 +230,22 @@ func huntArgs(cmd *cobra.Command, budget time.Duration, seeds int) error {
 	if seeds < 0 {
 		return fmt.Errorf("%w: --seeds: %d is negative", runner.ErrPlan, seeds)
 	}
+	if parallel < 1 {
+		return fmt.Errorf("%w: --parallel: %d: want at least 1 attempt at once", runner.ErrPlan, parallel)
+	}
 	return nil
+}
+
+// huntShard parses --shard ("" for the whole hunt).
+func huntShard(flag string) (*matrix.Shard, error) {
+	if flag == "" {
+		return nil, nil
+	}
+	sh, err := matrix.ParseShard(flag)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --shard: %q: want i/n with 1 ≤ i ≤ n, such as 2/3", runner.ErrPlan, flag)
+	}
+	return &sh, nil
 }
 
 // huntOutcome prints the hunt's outcome (and its shrink's) and returns the
@@ -276,6 +352,10 @@ func (a *app) shrinkFind(ctx context.Context, s *hunt.Summary, found hunt.Attemp
 		so.Kinds = slices.DeleteFunc(slices.Clone(found.Kinds), func(k checker.Kind) bool { return !slices.Contains(s.Want, k) })
 	}
 	so.Dir = filepath.Join(s.Dir, "shrink")
+	if found.Replays != nil && len(found.Replays.Dirs) > 0 {
+		// The hunt replayed it k of R times already.
+		so.Confirmed = filepath.Join(s.Dir, found.Replays.Dirs[0])
+	}
 	so.Found = fmt.Sprintf("found by tumbler hunt, seed %d", found.Seed)
 	so.Log = a.log
 	so.Progress = a.shrinkStatus
@@ -295,8 +375,12 @@ func (a *app) shrinkFind(ctx context.Context, s *hunt.Summary, found hunt.Attemp
 }
 
 func (a *app) huntStatus(s hunt.Status) {
-	line := fmt.Sprintf("hunt %s/%s  seed %d  tried %d  faults %d  found %d  |  %4.1fs/%.0fs %d ops, anomalies %d",
-		s.Elapsed.Round(time.Second), s.Budget, s.Seed, s.Tried, s.FaultsApplied, s.Found,
+	running := ""
+	if s.Running > 1 {
+		running = fmt.Sprintf(" (%d running)", s.Running)
+	}
+	line := fmt.Sprintf("hunt %s/%s  seed %d%s  tried %d  faults %d  found %d  |  %4.1fs/%.0fs %d ops, anomalies %d",
+		s.Elapsed.Round(time.Second), s.Budget, s.Seed, running, s.Tried, s.FaultsApplied, s.Found,
 		s.Run.Elapsed.Seconds(), s.Run.Limit.Seconds(), s.Run.Ops, s.Run.Anomalies)
 	a.progress(line)
 }
@@ -328,6 +412,7 @@ func (a *app) printHunt(s *hunt.Summary, sh *shrink.Result) {
 			a.con.printf("  report: %s\n", filepath.Join(s.Dir, found.Dir, "index.html"))
 		}
 		a.con.printf("  replay: tumbler run --plan %s\n", filepath.Join(s.Dir, found.Plan))
+		a.printReplays(s)
 	} else {
 		a.con.printf("no anomaly found\n")
 	}
@@ -336,6 +421,26 @@ func (a *app) printHunt(s *hunt.Summary, sh *shrink.Result) {
 		a.printShrink(sh)
 	}
 	a.con.printf("summary: %s\n", filepath.Join(s.Dir, hunt.IndexFile))
+}
+
+// printReplays says which finds did not replay and which one did.
+func (a *app) printReplays(s *hunt.Summary) {
+	for i, at := range s.Attempts {
+		if !at.Found || at.Replays == nil {
+			continue
+		}
+		verdict := "does not replay: kept, not shrunk"
+		switch {
+		case i == s.Replayed:
+			verdict = "replays: the find shrunk"
+		case at.Replays.Reproduced():
+			verdict = "replays too"
+		}
+		a.con.printf("  seed %d's find %s (%s); plan %s\n", at.Seed, verdict, at.Replays, filepath.Join(s.Dir, at.Plan))
+	}
+	if s.Replays > 0 && s.Replayed < 0 {
+		a.con.printf("  no find failed alike in %d of %d replays: nothing to shrink\n", s.Need, s.Replays)
+	}
 }
 
 func (a *app) printShrink(sh *shrink.Result) {

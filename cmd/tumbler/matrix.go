@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 
 	"github.com/spf13/cobra"
 
@@ -23,7 +22,7 @@ const (
 )
 
 func (a *app) matrixCmd() *cobra.Command {
-	var seeds int
+	var seeds, parallel int
 	var shardFlag, out, store string
 	var only, servers []string
 	var target targetFlags
@@ -34,6 +33,9 @@ func (a *app) matrixCmd() *cobra.Command {
 after another, prints a table of the verdicts and writes matrix.json and
 matrix-junit.xml into --out. A row holds when every seed matched its
 expectation within 30 s.
+
+--parallel N runs N of them at once, each on its own cluster and ports (the
+table and matrix.json keep the rows' order).
 
 --shard i/n runs the i-th of n interleaved parts of the row×seed runs, so n
 machines share a matrix; "tumbler matrix merge" joins their matrix.json files.
@@ -60,6 +62,9 @@ Exit codes: 0 when every run matched its row's expectation, 1 when one did not
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if seeds < 1 {
 				return fmt.Errorf("--seeds: %d, want at least 1", seeds)
+			}
+			if parallel < 1 {
+				return fmt.Errorf("--parallel: %d, want at least 1 run at once", parallel)
 			}
 			var shard *matrix.Shard
 			if shardFlag != "" {
@@ -89,10 +94,8 @@ Exit codes: 0 when every run matched its row's expectation, 1 when one did not
 			}
 			ctx, stop := a.interruptible(cmd.Context())
 			defer stop()
-			// The status line names the run in progress.
-			var status atomic.Pointer[func(runner.Status)]
-			opts := runner.Options{Store: store, Log: a.log, Status: func(s runner.Status) { (*status.Load())(s) }}
-			m, err := scenarios.RunMatrix(ctx, rows, seedList, shard, opts, a.matrixProgress(&status))
+			opts := runner.Options{Store: store, Log: a.log}
+			m, err := scenarios.RunMatrix(ctx, rows, seedList, shard, parallel, opts, a.matrixProgress())
 			a.con.clear()
 			m.Refused = refused
 			interrupted := err != nil
@@ -105,6 +108,7 @@ Exit codes: 0 when every run matched its row's expectation, 1 when one did not
 	fs := cmd.Flags()
 	fs.IntVar(&seeds, "seeds", 10, "run seeds 1..N of every row")
 	fs.StringVar(&shardFlag, "shard", "", "run part i of n (i/n) of the row×seed runs")
+	fs.IntVar(&parallel, "parallel", runner.DefaultParallel, "run this many rows×seeds at once, each on its own cluster and ports")
 	fs.StringVar(&out, "out", ".", "directory for matrix.json and matrix-junit.xml")
 	fs.StringVar(&store, "store", "store", "directory the runs' reports are kept in")
 	fs.StringSliceVar(&only, "only", nil, "run only these rows (comma separated)")
@@ -115,15 +119,16 @@ Exit codes: 0 when every run matched its row's expectation, 1 when one did not
 	return cmd
 }
 
-// matrixProgress shows a matrix's runs: the status line names the run in
-// progress (through status, which the runs' Options.Status call), and a
-// line says how each run ended.
-func (a *app) matrixProgress(status *atomic.Pointer[func(runner.Status)]) func(scenarios.MatrixProgress) {
+// matrixProgress shows a matrix's runs: the status line names the run
+// whose status it shows, and a line says how each run ended.
+func (a *app) matrixProgress() func(scenarios.MatrixProgress) {
 	return func(p scenarios.MatrixProgress) {
 		name := fmt.Sprintf("[%d/%d] %s seed %d", p.Index, p.Total, p.Scenario.Name, p.Seed)
+		if p.Run != nil {
+			a.statusFunc(name)(*p.Run)
+			return
+		}
 		if p.Result == nil {
-			f := a.statusFunc(name)
-			status.Store(&f)
 			return
 		}
 		a.con.clear()

@@ -70,40 +70,32 @@ while true do
 end;
 `
 
+// grantOrNest, after purge, is how both acquire scripts begin: the lock
+// goes to ARGV[2] when it is free and ARGV[2] heads the queue (or nobody
+// waits), and a hold ARGV[2] has nests; either returns nil (granted).
+const grantOrNest = `
+if (redis.call('exists', KEYS[1]) == 0) and ((redis.call('exists', KEYS[2]) == 0) or (redis.call('lindex', KEYS[2], 0) == ARGV[2])) then
+  redis.call('lpop', KEYS[2]);
+  redis.call('zrem', KEYS[3], ARGV[2]);
+  redis.call('hset', KEYS[1], ARGV[2], 1);
+  redis.call('pexpire', KEYS[1], ARGV[1]);
+  return nil;
+end;
+if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1);
+  redis.call('pexpire', KEYS[1], ARGV[1]);
+  return nil;
+end;
+`
+
 // KEYS: the lock hash, the queue list, the timeout set.
 var (
 	// ARGV[1] TTL ms, ARGV[2] owner, ARGV[3] now. nil: granted; 1: not.
-	tryScript = redis.NewScript(fmt.Sprintf(purge, 3) + `
-if (redis.call('exists', KEYS[1]) == 0) and ((redis.call('exists', KEYS[2]) == 0) or (redis.call('lindex', KEYS[2], 0) == ARGV[2])) then
-  redis.call('lpop', KEYS[2]);
-  redis.call('zrem', KEYS[3], ARGV[2]);
-  redis.call('hset', KEYS[1], ARGV[2], 1);
-  redis.call('pexpire', KEYS[1], ARGV[1]);
-  return nil;
-end;
-if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
-  redis.call('hincrby', KEYS[1], ARGV[2], 1);
-  redis.call('pexpire', KEYS[1], ARGV[1]);
-  return nil;
-end;
-return 1;
+	tryScript = redis.NewScript(fmt.Sprintf(purge, 3) + grantOrNest + `return 1;
 `)
 	// ARGV[1] TTL ms, ARGV[2] owner, ARGV[3] now + threadWaitTime, ARGV[4]
 	// now. nil: granted; otherwise the wait in ms, the caller queued.
-	queueScript = redis.NewScript(fmt.Sprintf(purge, 4) + `
-if (redis.call('exists', KEYS[1]) == 0) and ((redis.call('exists', KEYS[2]) == 0) or (redis.call('lindex', KEYS[2], 0) == ARGV[2])) then
-  redis.call('lpop', KEYS[2]);
-  redis.call('zrem', KEYS[3], ARGV[2]);
-  redis.call('hset', KEYS[1], ARGV[2], 1);
-  redis.call('pexpire', KEYS[1], ARGV[1]);
-  return nil;
-end;
-if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
-  redis.call('hincrby', KEYS[1], ARGV[2], 1);
-  redis.call('pexpire', KEYS[1], ARGV[1]);
-  return nil;
-end;
-local firstThreadId = redis.call('lindex', KEYS[2], 0);
+	queueScript = redis.NewScript(fmt.Sprintf(purge, 4) + grantOrNest + `local firstThreadId = redis.call('lindex', KEYS[2], 0);
 local ttl;
 if firstThreadId ~= false and firstThreadId ~= ARGV[2] then
   ttl = tonumber(redis.call('zscore', KEYS[3], firstThreadId)) - tonumber(ARGV[4]);

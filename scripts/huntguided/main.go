@@ -1,6 +1,7 @@
 // Command huntguided measures guided hunts against today's generator
 // (docs/measurements.md, "Guided hunts"): the same configurations, first
-// seeds and budgets, one hunt at a time, with and without --guided, and
+// seeds and budgets, one hunt and one attempt at a time (--parallel 1),
+// with and without --guided, and
 // writes the table (store/hunt-guided/table.md): per configuration and
 // generator the hunts that found the wanted anomaly, the median time to
 // the first find, the seeds tried, and for safe configurations whether
@@ -114,7 +115,7 @@ func (m *measure) hunt(name string, h int, guided bool, args []string) *hunt.Sum
 	if b, err := os.ReadFile(path); err == nil {
 		return parse(path, b)
 	}
-	args = append([]string{"hunt", "--no-shrink", "--json", fmt.Sprintf("--guided=%v", guided), "--first-seed", fmt.Sprint(h*1000 + 1),
+	args = append([]string{"hunt", "--no-shrink", "--json", "--parallel", "1", fmt.Sprintf("--guided=%v", guided), "--first-seed", fmt.Sprint(h*1000 + 1),
 		"--store", filepath.Join(m.out, "store"), "--name", fmt.Sprintf("%s-%s-%02d", name, tag, h), "--log-level", "warn"}, args...)
 	fmt.Fprintf(os.Stderr, "huntguided: %s %s hunt %d (load %s)\n", name, tag, h, load())
 	cmd := exec.Command(m.bin, args...)

@@ -109,7 +109,7 @@ func (m *measure) hunt(part, name string, h int, args []string) {
 	if _, err := os.Stat(path); err == nil {
 		return
 	}
-	args = append([]string{"hunt", "--no-shrink", "--json", "--first-seed", fmt.Sprint(h*1000 + 1),
+	args = append([]string{"hunt", "--no-shrink", "--json", "--parallel", "1", "--first-seed", fmt.Sprint(h*1000 + 1),
 		"--store", filepath.Join(m.out, "store"), "--name", fmt.Sprintf("%s-%02d", name, h)}, args...)
 	fmt.Fprintf(os.Stderr, "hunttable: %s %s hunt %d\n", part, name, h)
 	b := m.run(args)
