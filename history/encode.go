@@ -55,24 +55,43 @@ func appendOp(b []byte, o *Op) []byte {
 		b = appendString(b, f.ID)
 		b = append(b, `,"kind":`...)
 		b = appendString(b, f.Kind)
-		if len(f.Targets) > 0 {
-			b = append(b, `,"targets":[`...)
-			for i, t := range f.Targets {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = appendString(b, t)
-			}
-			b = append(b, ']')
-		}
+		b = appendStrings(b, `,"targets":`, f.Targets)
 		b = append(b, `,"desc":`...)
 		b = appendString(b, f.Desc)
 		if f.Arms {
 			b = append(b, `,"arms":true`...)
 		}
+		b = appendStrings(b, `,"lease":`, f.Lease)
+		if f.Empty {
+			b = append(b, `,"empty":true`...)
+		}
+		if f.Offset != 0 {
+			b = append(b, `,"offset_ns":`...)
+			b = strconv.AppendInt(b, f.Offset, 10)
+		}
+		if f.CutReplication {
+			b = append(b, `,"cut_replication":true`...)
+		}
 		b = append(b, '}')
 	}
 	return append(b, '}', '\n')
+}
+
+// appendStrings appends name and xs as a JSON array, nothing when xs is
+// empty (omitempty).
+func appendStrings(b []byte, name string, xs []string) []byte {
+	if len(xs) == 0 {
+		return b
+	}
+	b = append(b, name...)
+	b = append(b, '[')
+	for i, x := range xs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, x)
+	}
+	return append(b, ']')
 }
 
 const hexDigits = "0123456789abcdef"

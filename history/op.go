@@ -141,6 +141,24 @@ type Fault struct {
 	// Arms: the fault arms a lock step and acts only if a target client
 	// reaches that step while it is armed (a step-pause, a step-crash).
 	Arms bool `json:"arms,omitempty"`
+
+	// What the nemesis saw as it applied the fault (on the start record;
+	// package coverage judges the dangerous windows from them).
+
+	// Lease are the nodes a selector found holding the lease it aimed at
+	// ("node": "lease": every node holding it, read as the step applied;
+	// "node": "primary": the primary, on which a lease rests).
+	Lease []string `json:"lease,omitempty"`
+	// Empty: the fault's nodes come back without the data they held (a
+	// kill or restart with persistence none, or of a node that ran
+	// without persistence).
+	Empty bool `json:"empty,omitempty"`
+	// Offset is the clock offset the fault set, in ns (a clock or
+	// client-clock fault; a strobe's largest).
+	Offset int64 `json:"offset_ns,omitempty"`
+	// CutReplication: the fault cut replication (a failover that cuts it
+	// first, a partition of replication links).
+	CutReplication bool `json:"cut_replication,omitempty"`
 }
 
 // IsNemesis reports whether op is a fault event.

@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/checker"
+	"github.com/tumbler-dev/tumbler/coverage"
 	"github.com/tumbler-dev/tumbler/nemesis"
 	"github.com/tumbler-dev/tumbler/runner"
 	"github.com/tumbler-dev/tumbler/scenarios/matrix"
@@ -110,8 +111,15 @@ type Options struct {
 	Status func(Status)
 	// Run runs an attempt (default runner.Run).
 	Run RunFunc
-	// Drawer draws each attempt's plan (default: from the hunt's draw).
+	// Drawer draws each attempt's plan (default: from the hunt's draw;
+	// with Guided, toward the windows reached least).
 	Drawer Drawer
+	// UntilCovered, when positive, ends the hunt once every dangerous
+	// window that counts for it was reached this many times (coverage.go).
+	UntilCovered int
+	// Guided: draw each attempt's schedule toward the dangerous windows
+	// the attempts finished so far reached least (guide.go).
+	Guided bool
 }
 
 // Status is a snapshot of a hunt in progress.
@@ -157,6 +165,11 @@ type Attempt struct {
 	// Interrupted: the hunt was interrupted while the attempt ran; it
 	// counts among the seeds tried, with the faults it applied.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Reached counts the dangerous windows the attempt reached, by name
+	// (its coverage.json has when).
+	Reached map[string]int `json:"reached,omitempty"`
+	// cov is the attempt's coverage, added to the hunt's as it is recorded.
+	cov *coverage.Run
 }
 
 // Summary is a hunt's record, written to hunt.json as the hunt goes.
@@ -210,6 +223,10 @@ type Summary struct {
 	// Shards, for a merged hunt (Merge), are the shards' directories,
 	// relative to Dir.
 	Shards []string `json:"shards,omitempty"`
+	// Coverage adds up the attempts' coverage of the dangerous windows;
+	// Guided: the schedules were drawn toward the windows reached least.
+	Coverage *coverage.Tally `json:"coverage,omitempty"`
+	Guided   bool            `json:"guided,omitempty"`
 }
 
 // Found returns the first find, if any.
@@ -289,6 +306,9 @@ func Run(ctx context.Context, template runner.Plan, draw runner.Draw, o Options)
 	}
 	o = o.withDefaults()
 	template = template.Normalize()
+	if o.Guided && o.Drawer == nil {
+		o.Drawer = guided(template, draw)
+	}
 	if o.Drawer == nil {
 		o.Drawer = func(seed int64, _ []Attempt) (runner.Plan, error) { return template.WithDrawnFaults(seed, draw) }
 	}
@@ -315,6 +335,7 @@ func Run(ctx context.Context, template runner.Plan, draw runner.Draw, o Options)
 		Name: o.Name, Dir: dir, Started: h.began, Budget: o.Budget, Template: template, Draw: draw,
 		Want: o.Want, After: o.After, FirstSeed: o.FirstSeed, MaxSeeds: o.MaxSeeds, Shard: o.Shard,
 		Parallel: o.Parallel, Replays: o.Replays, Need: o.Need, First: -1, Replayed: -1, Attempts: []Attempt{},
+		Coverage: newTally(template, draw), Guided: o.Guided,
 	}
 	h.s.Template.Faults, h.s.Template.Seed = nil, 0
 	h.limit = template.TimeLimit.Resolve(template.TTL.Resolve(0))
@@ -344,6 +365,8 @@ func (o Options) validate(draw runner.Draw) error {
 		return fmt.Errorf("%w: replays %d is negative", runner.ErrPlan, o.Replays)
 	case o.Replays > 0 && (o.Need < 1 || o.Need > o.Replays):
 		return fmt.Errorf("%w: need %d: want 1 to replays (%d)", runner.ErrPlan, o.Need, o.Replays)
+	case o.UntilCovered < 0:
+		return fmt.Errorf("%w: until covered %d: want a count of reaches, at least 1 (0: not asked)", runner.ErrPlan, o.UntilCovered)
 	}
 	if o.Shard != nil {
 		if err := o.Shard.Validate(); err != nil {

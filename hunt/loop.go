@@ -129,6 +129,7 @@ func (h *hunter) record(f finished) error {
 	i, _ := slices.BinarySearchFunc(h.s.Attempts, a.Seed, func(x Attempt, s int64) int { return int(x.Seed - s) })
 	h.s.Attempts = slices.Insert(h.s.Attempts, i, a)
 	h.s.settle()
+	h.cover(a)
 	if a.Verdict == checker.Unknown && err == nil && !a.Interrupted {
 		h.unknown = true
 	}
@@ -156,6 +157,9 @@ func (h *hunter) record(f finished) error {
 		if a.Found && !h.o.KeepGoing && (h.o.Replays == 0 || a.Replays.Reproduced()) {
 			h.stop("anomaly found")
 			h.abandonAbove(a.Seed)
+		}
+		if why := h.covered(); why != "" && h.s.Stopped == "" {
+			h.stop(why)
 		}
 	}
 	h.s.Elapsed = time.Since(h.began)
@@ -239,6 +243,7 @@ func (h *hunter) attempt(ctx context.Context, plan runner.Plan) (Attempt, error)
 		return a, h.quiet(a, err)
 	}
 	a.Verdict, a.ExitCode = out.Judgement.Verdict, out.Judgement.ExitCode
+	a.covered(out.Coverage)
 	if out.Dir != "" {
 		a.Dir, _ = filepath.Rel(h.s.Dir, out.Dir)
 	}

@@ -106,6 +106,7 @@ func Merge(out string, dirs ...string) (*Summary, error) {
 	}
 	slices.SortFunc(m.Attempts, func(a, b Attempt) int { return int(a.Seed - b.Seed) })
 	m.settle()
+	m.Coverage, m.Guided = mergeCoverage(shards), first.Guided
 	m.Stopped = fmt.Sprintf("merged from %d shards (%s)", len(shards), strings.Join(stopped, "; "))
 	if a, ok := m.ToShrink(); ok && from[a.Seed].Shrink != "" {
 		m.Shrink = filepath.Join(relTo(out, from[a.Seed].Dir), from[a.Seed].Shrink)

@@ -41,6 +41,14 @@ Faults drawn from {{.Kinds}}, at most {{.S.Draw.Concurrency}} at once.
 {{if .S.Replays}}A find ends the hunt when {{.S.Need}} of {{.S.Replays}} replays of its plan fail alike.{{end}}
 {{if .S.Shards}}Merged from the shards {{range .S.Shards}}<a href="{{report .}}">{{.}}</a> {{end}}.{{end}}
 {{if .S.Shrink}}Shrunk: <a href="{{.S.Shrink}}">{{.S.Shrink}}</a>.{{end}}</p>
+{{with .S.Coverage}}<h2>Coverage of the dangerous windows</h2>
+<p>How often the attempts reached each moment in which a lock can break (judged from their histories and faults as they ran), and in how many an anomaly followed.</p>
+<table><tr><th>window</th><th>reached</th><th>attempts reaching it</th><th>anomaly followed</th><th>why it matters</th></tr>
+{{range .Windows}}{{if .Counts}}<tr id="window-{{.Name}}"{{if not .Reached}} class="unknown"{{end}}><td>{{.Label}}</td><td>{{.Reached}}</td><td>{{.Runs}} of {{$.S.Coverage.Runs}}</td><td>{{.Followed}}</td><td>{{.Reason}}</td></tr>
+{{end}}{{end}}</table>
+<details><summary>windows that do not count for this hunt</summary><ul>{{range .Windows}}{{if not .Counts}}<li>{{.Label}}: {{.NotApplicable}}{{if .OutOfReach}}out of reach of the faults drawn ({{.OutOfReach}}){{end}}</li>{{end}}{{end}}</ul></details>
+{{end}}
+<h2>Attempts</h2>
 <p>Every attempt's plan replays it exactly: <code>tumbler run --plan DIR/plans/seed-N.json</code>. Reports of valid attempts are not kept.</p>
 <table><tr><th>seed</th><th>verdict</th><th>anomalies</th><th>faults (applied)</th><th>first anomaly</th><th>replays</th><th>took</th><th>plan</th><th>report</th></tr>
 {{range .S.Attempts}}<tr class="{{.Verdict}}{{if .Found}} found{{end}}"><td>{{.Seed}}</td><td>{{.Verdict}}{{if .Interrupted}} (interrupted){{end}}</td><td>{{kinds .}}</td>

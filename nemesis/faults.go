@@ -44,6 +44,24 @@ type target struct {
 	// them ran with before the step, when known and the same for all;
 	// "" otherwise (the sentence then says what the plan says).
 	prior cluster.Persistence
+	// lease: the nodes a selector found holding the lease it aimed at
+	// (the primary, for "primary").
+	lease []string
+}
+
+// observe records on f what the step does as resolved (history.Fault's
+// Lease, Empty, Offset, CutReplication): what coverage judges from.
+func observe(f *history.Fault, c *compiled, t target) {
+	f.Lease = slices.Clone(t.lease)
+	if c.kind.traits().starts {
+		next := c.Persistence
+		if next == "" {
+			next = t.prior
+		}
+		f.Empty = next == cluster.PersistNone || t.prior == cluster.PersistNone
+	}
+	f.Offset = int64(c.span(c.Offset))
+	f.CutReplication = c.CutReplication || c.Shape == ShapeReplication
 }
 
 // apply starts step i's fault. The kind registers each undo as soon as the
@@ -65,6 +83,7 @@ func (r *runner) apply(i int, h hit) error {
 		t.prior = r.priorPersistence(t.nodes)
 	}
 	st.fault.Desc = c.kind.describe(c, t)
+	observe(&st.fault, c, t)
 	return c.kind.apply(r, i, t)
 }
 
@@ -85,7 +104,7 @@ func (r *runner) resolve(c *compiled, h hit) (target, error) {
 		if err != nil {
 			return t, err
 		}
-		t.nodes, t.role = []string{p}, "the primary"
+		t.nodes, t.role, t.lease = []string{p}, "the primary", []string{p}
 	case NodeLease:
 		g, err := r.holding(c, h)
 		if err != nil {
@@ -98,7 +117,7 @@ func (r *runner) resolve(c *compiled, h hit) (target, error) {
 		if len(lease) == 0 {
 			return t, errSkip{fmt.Sprintf("no node holds client %d's lease on %q", g.Client, c.Key)}
 		}
-		t.nodes = []string{lease[c.pick%uint64(len(lease))]}
+		t.nodes, t.lease = []string{lease[c.pick%uint64(len(lease))]}, lease
 		t.role = fmt.Sprintf("one of %s holding client %d's lease on %q", list(lease), g.Client, c.Key)
 		if len(lease) == 1 {
 			t.role = fmt.Sprintf("holding client %d's lease on %q", g.Client, c.Key)

@@ -84,6 +84,13 @@ type GenOptions struct {
 	// groups topology, on a majority of the groups' primaries, so a
 	// failover loses a lease only in a majority of the groups.
 	Quorum bool
+	// Prefer, when set, weighs scenes (a guided hunt: toward the windows
+	// it reached least so far): each scene is then chosen among
+	// PreferCandidates drawn one after another, with a chance in
+	// proportion to the square of its weight (a scene that does not fit
+	// weighs nothing). The same seed, options and weights give the same
+	// plan.
+	Prefer func(scene []Step) float64
 	// Persistence, when the run fixes the nodes' persistence, is that
 	// mode: kills and restarts then keep each node's mode rather than
 	// draw one. Empty: they draw none, aof-everysec or aof-always (or keep
@@ -239,9 +246,8 @@ type gen struct {
 	end       time.Duration // every fault heals by then: the time limit, less a quiet end
 }
 
-// scene draws the next few related steps; their At count from the scene's
-// start. Lease-aimed steps wait for the next grant of the key.
-func (g *gen) scene(mix []Kind) []Step {
+// drawScene draws one scene.
+func (g *gen) drawScene(mix []Kind) []Step {
 	k := mix[g.rng.IntN(len(mix))]
 	fk, _ := lookup(k)
 	if cut, ok := g.bareMajorityScene(mix, fk); ok {

@@ -24,7 +24,9 @@ func (kill) fields() []string { return []string{"nodes", "node", "persistence"} 
 
 func (kill) needs() needs { return needs{controls: cluster.CanKill} }
 
-func (kill) traits() traits { return traits{lifecycle: true, allowance: startAllowance, forgets: true} }
+func (kill) traits() traits {
+	return traits{lifecycle: true, starts: true, allowance: startAllowance, forgets: true}
+}
 
 func (kill) check(c *compiled, s Setup) error { return checkWipe(c, s) }
 

@@ -29,7 +29,7 @@ func (restart) duration() forRule { return forZero }
 func (restart) needs() needs { return needs{controls: cluster.CanKill} }
 
 func (restart) traits() traits {
-	return traits{lifecycle: true, allowance: startAllowance, forgets: true}
+	return traits{lifecycle: true, starts: true, allowance: startAllowance, forgets: true}
 }
 
 func (restart) check(c *compiled, s Setup) error { return checkWipe(c, s) }

@@ -191,6 +191,9 @@ type traits struct {
 	// may then forget it or let it expire early (kill, restart, clock,
 	// pause): a follow-up to a bare-majority cut.
 	forgets bool
+	// starts: it starts its nodes again (kill, restart), with the
+	// persistence the step or the node has.
+	starts bool
 	// allowance is how long the fault may last past its planned end: a
 	// node's start, a failover. The generator leaves that much time.
 	allowance time.Duration

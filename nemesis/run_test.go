@@ -471,6 +471,13 @@ func TestRunNodeSelectors(t *testing.T) {
 		t.Errorf("lease pause records: %v", ops)
 	} else if calls := strings.Join(f.Calls(), ";"); calls != "pause "+ops[0].Fault.Targets[0]+";resume "+ops[0].Fault.Targets[0] {
 		t.Errorf("calls %s", calls)
+	} else if !slices.Equal(ops[0].Fault.Lease, []string{"n1", "n3"}) || ops[0].Fault.Empty {
+		// What coverage judges from: every node the lease was read on;
+		// a pause brings nothing back empty.
+		t.Errorf("the lease pause's start records lease %v, empty %v", ops[0].Fault.Lease, ops[0].Fault.Empty)
+	}
+	if op := byID["f3"][0]; len(op.Fault.Lease) != 0 || op.Fault.Offset != 0 {
+		t.Errorf("a skipped step records what it saw: %+v", op.Fault)
 	}
 	for id, why := range map[string]string{"f2": `nobody holds "nobody"`, "f3": `no node holds client 0's lease on "ghost"`} {
 		ops := byID[id]
@@ -490,7 +497,8 @@ func TestRunNodeSelectors(t *testing.T) {
 		t.Fatal(err)
 	}
 	if ops := s.Ops(); len(ops) != 2 || !slices.Equal(ops[0].Fault.Targets, []string{"r2"}) ||
-		ops[0].Fault.Desc != "kill r2 (the primary) for 50ms, then start it again empty (it ran without persistence, so wrote no AOF), in aof-always from then on" {
+		ops[0].Fault.Desc != "kill r2 (the primary) for 50ms, then start it again empty (it ran without persistence, so wrote no AOF), in aof-always from then on" ||
+		!ops[0].Fault.Empty || !slices.Equal(ops[0].Fault.Lease, []string{"r2"}) {
 		t.Errorf("primary kill records: %v", ops)
 	}
 	// Killed again, r2 now has the AOF it wrote since.
@@ -499,7 +507,7 @@ func TestRunNodeSelectors(t *testing.T) {
 	if err := Run(context.Background(), plan, fakeEnv(f, nil, nil), s); err != nil {
 		t.Fatal(err)
 	}
-	if ops := s.Ops(); len(ops) != 2 || ops[0].Fault.Desc != "kill r2 (the primary) for 50ms, then start it again from its AOF (aof-always)" {
+	if ops := s.Ops(); len(ops) != 2 || ops[0].Fault.Desc != "kill r2 (the primary) for 50ms, then start it again from its AOF (aof-always)" || ops[0].Fault.Empty {
 		t.Errorf("second kill records: %v", ops)
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tumbler-dev/tumbler/coverage"
 )
 
 const chromiumMissing = "chromium not found: install the Debian package chromium"
@@ -87,10 +89,10 @@ func TestIndexInBrowser(t *testing.T) {
 		t.Fatalf("a page with a broken script shows no error: the check below could not fail\n%s", tail(log, 2000))
 	}
 
-	runs := []Run{
-		corpusRun(t, filepath.Join("..", "checker", "testdata", "double-grant.jsonl")),
-		{Name: "empty", Interrupted: true},
-	}
+	covered := corpusRun(t, filepath.Join("..", "checker", "testdata", "double-grant.jsonl"))
+	covered.Coverage = coverage.Judge(coverage.Input{Ops: covered.Ops, Setup: coverage.Setup{TTL: time.Second,
+		Validity: 900 * time.Millisecond, Leases: true, Nodes: []string{"n1"}, LeaseNodes: []string{"n1"}}})
+	runs := []Run{covered, {Name: "empty", Interrupted: true}}
 	for _, r := range runs {
 		_, files := writeReport(t, r)
 		dom, log := dumpDOM(t, browser, files.Index())
@@ -106,6 +108,9 @@ func TestIndexInBrowser(t *testing.T) {
 		want := strings.ToUpper(string(judged(r).Judgement.Verdict))
 		if !regexp.MustCompile(`id="verdict-badge">` + want + `<`).MatchString(dom) {
 			t.Errorf("%s: the rendered page does not show %s", r.Name, want)
+		}
+		if r.Coverage != nil && !strings.Contains(dom, `id="window-`+coverage.RestartEmpty+`"`) {
+			t.Errorf("%s: the rendered page shows no coverage of the dangerous windows", r.Name)
 		}
 		if r.Result != nil && len(r.Result.Anomalies) > 0 && !strings.Contains(dom, `class="tl-dg"`) {
 			t.Errorf("%s: the inline timeline did not render its double grant", r.Name)

@@ -59,6 +59,7 @@ type indexPage struct {
 	TimelineMissing           string
 	Plots                     []fileView
 	Faults                    []faultView
+	Coverage                  coverageView
 	Availability              []availView
 	Checkers                  []checkerView
 	OpRows                    []opRow
@@ -134,6 +135,7 @@ func (v *view) writeIndex(w io.Writer, files Files) error {
 	p.OpsNote = note
 	isShown := func(i int64) bool { return shown[i] }
 	p.Faults = v.faultViews(isShown)
+	p.Coverage = v.coverageSection()
 	faultIDs := map[string]string{}
 	for _, f := range p.Faults {
 		faultIDs[f.ID] = f.Anchor
@@ -463,6 +465,7 @@ var fileDescriptions = []struct{ name, what string }{
 	{ThroughputFile, "completed operations per second over the run"},
 	{LinearizabilityFile, "porcupine's interactive view of the lock operations"},
 	{JUnitFile, "one test case per checker, for CI"},
+	{CoverageFile, "which dangerous windows the run reached, and when"},
 }
 
 func fileViewOf(name string, files Files) fileView {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/checker"
+	"github.com/tumbler-dev/tumbler/coverage"
 	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/outcome"
 )
@@ -51,6 +52,9 @@ type Run struct {
 	// Interrupted: the run was stopped (Ctrl-C, killed) and the report
 	// covers what was recorded until then.
 	Interrupted bool
+	// Coverage is which dangerous windows the run reached (coverage.json),
+	// nil when nothing was judged.
+	Coverage *coverage.Run
 }
 
 // Param is one parameter of the run, as shown to people.
@@ -134,6 +138,12 @@ func Write(dir string, r Run) (Files, error) {
 	gen(LinearizabilityFile, func(path string) error { return writeLinearization(r.Result, path) })
 	gen(JUnitFile, func(path string) error {
 		return writeFileWith(path, func(w io.Writer) error { return WriteJUnit(w, r) })
+	})
+	gen(CoverageFile, func(path string) error {
+		if r.Coverage == nil {
+			return skip{"the run recorded no history, so no window was judged"}
+		}
+		return writeFileWith(path, func(w io.Writer) error { return writeCoverage(w, r.Coverage) })
 	})
 	gen(ResultsFile, func(path string) error {
 		return writeFileWith(path, func(w io.Writer) error { return writeResults(w, r) })

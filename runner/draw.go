@@ -21,6 +21,10 @@ type Draw struct {
 	Kinds       []nemesis.Kind
 	Interval    time.Duration
 	Concurrency int
+	// Prefer, when set, weighs the scenes drawn (nemesis.GenOptions.Prefer:
+	// a guided hunt's weights); it changes what is drawn, and the drawn
+	// plan replays as any other.
+	Prefer func([]nemesis.Step) float64 `json:"-"`
 }
 
 // Validate checks the draw: known kinds, an interval and a concurrency
@@ -135,6 +139,7 @@ func (p Plan) drawFaults(d Draw) ([]nemesis.Step, error) {
 		Quorum:     info.AllNodes && p.Topology.Traits().IndependentMasters,
 		// A persistence the plan fixes is not overridden by the faults.
 		Persistence: p.Persistence,
+		Prefer:      d.Prefer,
 	})
 	if err != nil {
 		return nil, field.Errorf("draw.kinds", "%w", err)

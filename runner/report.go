@@ -29,7 +29,7 @@ func (r *run) writeReport(dir string, out *Outcome, checkErr string) (reports.Fi
 		Seed: p.Seed, Started: started, Elapsed: out.Elapsed,
 		Command: r.opts.Command, Plan: p.JSON(), Params: append(p.params(), reports.Param{Key: "server", Value: cmp.Or(r.version, p.Server.Name())}, reports.Param{Key: "access", Value: acc.String()}),
 		TTL: p.ttl(), Ops: r.ops, Check: p.checkConfig(), Result: r.result, CheckError: checkErr,
-		Judgement: out.Judgement, Logs: logs, Interrupted: r.interrupted,
+		Judgement: out.Judgement, Logs: logs, Interrupted: r.interrupted, Coverage: out.Coverage,
 	})
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/cluster/image"
+	"github.com/tumbler-dev/tumbler/coverage"
 	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/nemesis"
 	"github.com/tumbler-dev/tumbler/outcome"
@@ -89,6 +90,9 @@ type Outcome struct {
 	FirstAnomaly time.Duration
 	// Stats of the workload.
 	Stats workloads.Stats
+	// Coverage is which dangerous windows the run reached and when
+	// (coverage.json), nil when nothing was recorded.
+	Coverage *coverage.Run
 	// Report lists the report's files.
 	Report reports.Files
 	// Judgement is the run's verdict, its exit code and, with
@@ -396,7 +400,7 @@ func (r *run) outcome(runErr error) *Outcome {
 	}
 	out := &Outcome{
 		Dir: r.dir, Plan: r.plan, Result: r.result, Started: r.started, Elapsed: r.elapsed,
-		Interrupted: r.interrupted, FirstAnomaly: -1, Stats: r.stats,
+		Interrupted: r.interrupted, FirstAnomaly: -1, Stats: r.stats, Coverage: r.judgeCoverage(),
 	}
 	if r.result != nil {
 		for _, a := range r.result.Anomalies {

@@ -53,6 +53,7 @@ func (a *app) huntCmd() *cobra.Command {
 	var seeds, parallel int
 	var shardFlag string
 	var keepGoing, noShrink, keepAll, asJSON bool
+	var cov coverageFlags
 	cmd := &cobra.Command{
 		Use:   "hunt --nemesis KINDS --budget D [flags] | hunt --like ROW --budget D",
 		Short: "Look for anomalies nobody scripted: random compound fault schedules, seed after seed, then shrink the first find",
@@ -113,6 +114,9 @@ three attempts in a row.`,
 			if err != nil {
 				return failed(err)
 			}
+			if err := cov.check(); err != nil {
+				return failed(err)
+			}
 			so, err := sf.options(cmd, "shrink-budget")
 			if err != nil {
 				return failed(err)
@@ -138,6 +142,7 @@ three attempts in a row.`,
 			ho := hunt.Options{
 				Name: name, Budget: budget, FirstSeed: firstSeed, MaxSeeds: seeds, Parallel: parallel, Shard: shard,
 				Want: wanted, After: after, KeepGoing: keepGoing, KeepAll: keepAll, Store: store, Log: a.log, Status: a.huntStatus,
+				UntilCovered: cov.until, Guided: cov.guided,
 			}
 			if !noShrink {
 				// A find is shrunk only if it replays; one that does not is
@@ -174,6 +179,7 @@ three attempts in a row.`,
 	fs.StringVar(&store, "store", "store", "directory the runs' reports are kept in (the hunt's under store/hunts)")
 	fs.BoolVar(&asJSON, "json", false, "print hunt.json's summary (and the shrink's) instead of prose")
 	sf.bind(cmd, "shrink-budget")
+	cov.bind(cmd)
 	cmd.AddCommand(a.huntMergeCmd())
 	return cmd
 }
@@ -410,6 +416,7 @@ func (a *app) printHunt(s *hunt.Summary, sh *shrink.Result) {
 	} else {
 		a.con.printf("no anomaly found\n")
 	}
+	a.printHuntCoverage(s)
 	if sh != nil {
 		a.printShrink(sh)
 	}

@@ -1,0 +1,426 @@
+package coverage
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tumbler-dev/tumbler/checker"
+	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/nemesis"
+)
+
+const ms = int64(time.Millisecond)
+
+// hist builds a synthetic history; times are in milliseconds.
+type hist struct{ ops []history.Op }
+
+func (h *hist) add(o history.Op) {
+	o.Index = int64(len(h.ops))
+	h.ops = append(h.ops, o)
+}
+
+// hold: client c acquires key k at from (ok at from+10) with validity
+// until vu, and releases at to (0: never).
+func (h *hist) hold(c int, from, vu, to int64) {
+	k, v := "tumbler:0", "owner-"+string(rune('a'+c))
+	h.add(history.Op{Process: history.Process(c), Client: c, Type: history.Invoke, F: history.Acquire, Key: k, Time: from * ms})
+	h.add(history.Op{Process: history.Process(c), Client: c, Type: history.OK, F: history.Acquire, Key: k, Value: v, ValidUntil: vu * ms, Time: (from + 10) * ms})
+	if to > 0 {
+		h.add(history.Op{Process: history.Process(c), Client: c, Type: history.Invoke, F: history.Release, Key: k, Value: v, Time: to * ms})
+		h.add(history.Op{Process: history.Process(c), Client: c, Type: history.OK, F: history.Release, Key: k, Value: v, Time: (to + 5) * ms})
+	}
+}
+
+// fault: a fault that ran from start to stop.
+func (h *hist) fault(f history.Fault, start, stop int64) {
+	g := f
+	h.add(history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.Start, Fault: &f, Time: start * ms})
+	h.add(history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.Stop, Fault: &g, Time: stop * ms})
+}
+
+func (h *hist) sorted() []history.Op {
+	ops := slices.Clone(h.ops)
+	slices.SortStableFunc(ops, func(a, b history.Op) int { return int(a.Time - b.Time) })
+	for i := range ops {
+		ops[i].Index = int64(i)
+	}
+	return ops
+}
+
+var one = Setup{TTL: time.Second, Validity: 900 * time.Millisecond, Leases: true,
+	Nodes: []string{"n1"}, LeaseNodes: []string{"n1"}}
+
+func five() Setup {
+	nodes := []string{"n1", "n2", "n3", "n4", "n5"}
+	return Setup{TTL: time.Second, Validity: 900 * time.Millisecond, Leases: true, Quorum: true,
+		Nodes: nodes, LeaseNodes: nodes}
+}
+
+func judge(t *testing.T, s Setup, h *hist, anomalies ...checker.Anomaly) *Run {
+	t.Helper()
+	ops := h.sorted()
+	holds, err := checker.Holds(ops, checker.Config{})
+	if err != nil {
+		t.Fatalf("holds: %v", err)
+	}
+	return Judge(Input{Setup: s, Ops: ops, Holds: holds, Anomalies: anomalies})
+}
+
+func reached(t *testing.T, r *Run, name string) Result {
+	t.Helper()
+	w, ok := r.Get(name)
+	if !ok {
+		t.Fatalf("no window %q in %+v", name, r)
+	}
+	return w
+}
+
+func TestRestartEmptyWithinTheTTL(t *testing.T) {
+	cases := []struct {
+		name        string
+		empty       bool
+		start, stop int64
+		want        int
+	}{
+		{"empty, back while the lease is valid", true, 300, 500, 1},
+		{"with its persistence", false, 300, 500, 0},
+		{"back after the key expired", true, 300, 1200, 0},
+		{"down after the holder released", true, 700, 800, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := &hist{}
+			h.hold(0, 100, 1000, 650)
+			h.fault(history.Fault{ID: "f0", Kind: "restart", Targets: []string{"n1"}, Empty: c.empty}, c.start, c.stop)
+			w := reached(t, judge(t, one, h), RestartEmpty)
+			if w.Reached != c.want {
+				t.Fatalf("reached %d, want %d: %+v", w.Reached, c.want, w)
+			}
+			if c.want > 0 && (w.First != c.start*ms || !slices.Equal(w.Reaches[0].Faults, []string{"f0"})) {
+				t.Fatalf("reach %+v: want from %d by f0", w.Reaches[0], c.start*ms)
+			}
+		})
+	}
+}
+
+func TestRestartEmptyOnlyOnTheLeaseNodes(t *testing.T) {
+	s := five()
+	h := &hist{}
+	h.hold(0, 100, 1000, 900)
+	// The nemesis read the lease on n1..n3; n5 is not of the lease.
+	h.fault(history.Fault{ID: "f0", Kind: "restart", Targets: []string{"n5"}, Empty: true, Lease: []string{"n1", "n2", "n3"}}, 300, 400)
+	if w := reached(t, judge(t, s, h), RestartEmpty); w.Reached != 0 {
+		t.Fatalf("a node off the lease counted: %+v", w)
+	}
+	h.fault(history.Fault{ID: "f1", Kind: "restart", Targets: []string{"n2"}, Empty: true, Lease: []string{"n1", "n2", "n3"}}, 500, 600)
+	if w := reached(t, judge(t, s, h), RestartEmpty); w.Reached != 1 || w.Reaches[0].Faults[0] != "f1" {
+		t.Fatalf("want f1's restart of n2: %+v", w)
+	}
+}
+
+func TestLeaseNodesAfterAFailoverAreUnknown(t *testing.T) {
+	s := Setup{TTL: time.Second, Validity: 900 * time.Millisecond, Leases: true, Failover: true,
+		Nodes: []string{"p", "r1"}, LeaseNodes: []string{"p"}}
+	h := &hist{}
+	h.fault(history.Fault{ID: "f0", Kind: "failover"}, 0, 50)
+	h.hold(0, 100, 1000, 900)
+	h.fault(history.Fault{ID: "f1", Kind: "kill", Targets: []string{"p"}, Empty: true}, 300, 400)
+	if w := reached(t, judge(t, s, h), LeaseNodeFault); w.Reached != 0 {
+		t.Fatalf("after a failover p need not be the primary: %+v", w)
+	}
+	h2 := &hist{}
+	h2.hold(0, 100, 1000, 900)
+	h2.fault(history.Fault{ID: "f1", Kind: "kill", Targets: []string{"p"}, Empty: true}, 300, 400)
+	if w := reached(t, judge(t, s, h2), LeaseNodeFault); w.Reached != 1 {
+		t.Fatalf("a kill of the primary under a hold: %+v", w)
+	}
+}
+
+func TestBareMajority(t *testing.T) {
+	for _, c := range []struct {
+		cut  []string
+		want int
+	}{{[]string{"n1", "n2"}, 1}, {[]string{"n1"}, 0}, {[]string{"n1", "n2", "n3"}, 0}} {
+		h := &hist{}
+		h.fault(history.Fault{ID: "f0", Kind: "partition", Targets: c.cut}, 50, 700)
+		h.hold(0, 100, 1000, 600)
+		if w := reached(t, judge(t, five(), h), BareMajority); w.Reached != c.want {
+			t.Errorf("cut %v: reached %d, want %d", c.cut, w.Reached, c.want)
+		}
+	}
+	// A cut of clients, not nodes, leaves the lease on every node.
+	h := &hist{}
+	h.fault(history.Fault{ID: "f0", Kind: "partition", Targets: []string{"n1", "n2", "client:1"}}, 50, 700)
+	h.hold(0, 100, 1000, 600)
+	if w := reached(t, judge(t, five(), h), BareMajority); w.Reached != 0 {
+		t.Errorf("a client's cut counted: %+v", w)
+	}
+}
+
+func TestHolderStoppedPastItsValidity(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		target      string
+		start, stop int64
+		want        int
+	}{
+		{"outlasts the validity", "client:0", 300, 1300, 1},
+		{"healed in time", "client:0", 300, 800, 0},
+		{"another client", "client:1", 300, 1300, 0},
+		// Stopped inside its acquire: the lease counts from the invoke.
+		{"during the acquire", "client:0", 105, 1300, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := &hist{}
+			h.hold(0, 100, 1000, 1400)
+			h.fault(history.Fault{ID: "f0", Kind: "client-pause", Targets: []string{c.target}}, c.start, c.stop)
+			if w := reached(t, judge(t, one, h), HolderStopped); w.Reached != c.want {
+				t.Fatalf("reached %d, want %d: %+v", w.Reached, c.want, w)
+			}
+		})
+	}
+}
+
+func TestClockPastValidity(t *testing.T) {
+	for _, c := range []struct {
+		offset time.Duration
+		want   int
+	}{{1500 * time.Millisecond, 1}, {500 * time.Millisecond, 0}, {-2 * time.Second, 0}} {
+		h := &hist{}
+		h.hold(0, 100, 1000, 900)
+		h.fault(history.Fault{ID: "f0", Kind: "clock", Targets: []string{"n1"}, Offset: int64(c.offset)}, 300, 700)
+		if w := reached(t, judge(t, one, h), ClockPastValidity); w.Reached != c.want {
+			t.Errorf("offset %v: reached %d, want %d", c.offset, w.Reached, c.want)
+		}
+	}
+}
+
+func TestPromotedLackingKey(t *testing.T) {
+	s := Setup{TTL: time.Second, Validity: 900 * time.Millisecond, Leases: true, Failover: true,
+		Nodes: []string{"p", "r1"}, LeaseNodes: []string{"p"}}
+	h := &hist{}
+	h.fault(history.Fault{ID: "f0", Kind: "failover", CutReplication: true}, 50, 2000)
+	h.hold(0, 100, 1000, 900)
+	if w := reached(t, judge(t, s, h), PromotedLackingKey); w.Reached != 1 {
+		t.Fatalf("a grant under a failover's cut: %+v", w)
+	}
+	// A latch's count-down whose reply was lost under the cut may have
+	// applied: the promoted replica may lack it.
+	h3 := &hist{}
+	h3.fault(history.Fault{ID: "f0", Kind: "failover", CutReplication: true}, 50, 2000)
+	h3.add(history.Op{Process: 0, Type: history.Invoke, F: history.CountDown, Key: "tumbler:0", Time: 300 * ms})
+	h3.add(history.Op{Process: 0, Type: history.Info, F: history.CountDown, Key: "tumbler:0", Time: 310 * ms})
+	latch := s
+	latch.Leases = false
+	if w := reached(t, judge(t, latch, h3), PromotedLackingKey); w.Reached != 1 {
+		t.Fatalf("an unknown count-down under a failover's cut: %+v", w)
+	}
+	h2 := &hist{}
+	h2.hold(0, 100, 1000, 900)
+	h2.fault(history.Fault{ID: "f0", Kind: "failover"}, 1500, 2000)
+	if w := reached(t, judge(t, s, h2), PromotedLackingKey); w.Reached != 0 {
+		t.Fatalf("a failover with replication intact: %+v", w)
+	}
+	h2.fault(history.Fault{ID: "f1", Kind: "partition", Targets: []string{"r1->p"}, CutReplication: true}, 50, 1600)
+	if w := reached(t, judge(t, s, h2), PromotedLackingKey); w.Reached != 1 || !slices.Equal(w.Reaches[0].Faults, []string{"f1", "f0"}) {
+		t.Fatalf("a grant while a partition cut replication, then a failover: %+v", w)
+	}
+}
+
+func TestLateRenewal(t *testing.T) {
+	s := one
+	s.Renews = true
+	for _, c := range []struct {
+		at   int64
+		want int
+	}{{1100, 1}, {800, 0}} {
+		h := &hist{}
+		h.hold(0, 100, 1000, 1500)
+		h.add(history.Op{Process: 0, Client: 0, Type: history.Invoke, F: history.Extend, Key: "tumbler:0", Value: "owner-a", Time: c.at * ms})
+		h.add(history.Op{Process: 0, Client: 0, Type: history.OK, F: history.Extend, Key: "tumbler:0", Value: "owner-a", ValidUntil: (c.at + 1000) * ms, Time: (c.at + 5) * ms})
+		if w := reached(t, judge(t, s, h), LateRenewal); w.Reached != c.want {
+			t.Errorf("renewal at %d ms: reached %d, want %d (%+v)", c.at, w.Reached, c.want, w)
+		}
+	}
+	// No renewal at all while holding past the validity.
+	h := &hist{}
+	h.hold(0, 100, 1000, 1500)
+	if w := reached(t, judge(t, s, h), LateRenewal); w.Reached != 1 {
+		t.Errorf("held past its validity without renewal: %+v", w)
+	}
+	if w := reached(t, judge(t, one, h), LateRenewal); w.NotApplicable == "" {
+		t.Errorf("a lock that does not renew: the window must not apply: %+v", w)
+	}
+}
+
+func TestLostAcquireReply(t *testing.T) {
+	for _, c := range []struct {
+		typ  history.Type
+		kind string
+		want int
+	}{{history.Info, "reply-loss", 1}, {history.OK, "reply-loss", 0}, {history.Info, "partition", 0}} {
+		h := &hist{}
+		h.fault(history.Fault{ID: "f0", Kind: c.kind, Targets: []string{"n1"}}, 50, 400)
+		h.add(history.Op{Process: 0, Client: 0, Type: history.Invoke, F: history.Acquire, Key: "tumbler:0", Time: 100 * ms})
+		h.add(history.Op{Process: 0, Client: 0, Type: c.typ, F: history.Acquire, Key: "tumbler:0", Value: "v", ValidUntil: 1000 * ms, Time: 300 * ms})
+		if w := reached(t, judge(t, one, h), LostAcquireReply); w.Reached != c.want {
+			t.Errorf("%s acquire under %s: reached %d, want %d", c.typ, c.kind, w.Reached, c.want)
+		}
+	}
+}
+
+func TestAnomalyFollowed(t *testing.T) {
+	h := &hist{}
+	h.hold(0, 100, 1000, 650)
+	h.fault(history.Fault{ID: "f0", Kind: "restart", Targets: []string{"n1"}, Empty: true}, 300, 500)
+	if w := reached(t, judge(t, one, h, checker.Anomaly{Kind: checker.DoubleGrant, At: 600 * ms}), RestartEmpty); !w.AnomalyFollowed {
+		t.Fatalf("an anomaly 100 ms after the reach: %+v", w)
+	}
+	if w := reached(t, judge(t, one, h, checker.Anomaly{Kind: checker.DoubleGrant, At: 50 * ms}), RestartEmpty); w.AnomalyFollowed {
+		t.Fatalf("an anomaly before the reach followed it: %+v", w)
+	}
+	if w := reached(t, judge(t, one, h, checker.Anomaly{Kind: checker.DoubleGrant, At: 9000 * ms}), RestartEmpty); w.AnomalyFollowed {
+		t.Fatalf("an anomaly 8.5 s later, naming no fault of it, followed it: %+v", w)
+	}
+}
+
+func TestApplicability(t *testing.T) {
+	latch := Setup{TTL: time.Second, Failover: true, Nodes: []string{"p", "r1"}}
+	r := Judge(Input{Setup: latch})
+	for _, w := range r.Windows {
+		want := w.Name == PromotedLackingKey
+		if w.Counts() != want {
+			t.Errorf("latch on replicated: %s counts %v, want %v (%s)", w.Name, w.Counts(), want, w.NotApplicable)
+		}
+	}
+	s := one
+	s.Quorum = true
+	if w, _ := Judge(Input{Setup: s}).Get(BareMajority); w.Counts() {
+		t.Errorf("a quorum of one node: bare majority must not apply")
+	}
+	s = five()
+	s.Kinds = []string{"partition"}
+	r = Judge(Input{Setup: s})
+	if w, _ := r.Get(RestartEmpty); w.OutOfReach == "" {
+		t.Errorf("restart-empty with partitions only: want out of reach")
+	}
+	if w, _ := r.Get(BareMajority); !w.Counts() {
+		t.Errorf("bare majority with partitions on 5 nodes must count: %+v", w)
+	}
+}
+
+func TestTally(t *testing.T) {
+	s := one
+	s.Kinds = []string{"restart"}
+	tl := NewTally(s)
+	if tl.CoveredK(1) {
+		t.Fatal("covered before any run")
+	}
+	h := &hist{}
+	h.hold(0, 100, 1000, 650)
+	h.fault(history.Fault{ID: "f0", Kind: "restart", Targets: []string{"n1"}, Empty: true}, 300, 500)
+	r := judge(t, s, h)
+	tl.Add(r)
+	// restart reaches lease-node-fault and restart-empty; the others are
+	// out of reach with restarts only.
+	if !tl.CoveredK(1) || tl.CoveredK(2) {
+		t.Fatalf("after one run reaching both: covered(1) %v covered(2) %v: %+v", tl.CoveredK(1), tl.CoveredK(2), tl)
+	}
+	tl.Add(Judge(Input{Setup: s}))
+	if got := tl.Reached(RestartEmpty); got != 1 {
+		t.Fatalf("reached %d, want 1", got)
+	}
+	sum := strings.Join(tl.Summary(), "\n")
+	if !strings.Contains(sum, "node of the lease restarted empty within the TTL: reached 1 time in 1 of 2 runs") {
+		t.Fatalf("summary:\n%s", sum)
+	}
+}
+
+func TestWindowKindsAreFaultKinds(t *testing.T) {
+	names := map[string]bool{}
+	for _, w := range Windows() {
+		if names[w.Name] {
+			t.Errorf("window %s twice", w.Name)
+		}
+		names[w.Name] = true
+		if w.Label == "" || w.Reason == "" || strings.Contains(w.Reason, "\n") {
+			t.Errorf("window %s: want a label and a one-line reason", w.Name)
+		}
+		for _, k := range w.Kinds {
+			if _, err := nemesis.ParseKind(k); err != nil {
+				t.Errorf("window %s: %v", w.Name, err)
+			}
+		}
+	}
+}
+
+func TestWeightPrefersWindowsReachedLeast(t *testing.T) {
+	s := five()
+	s.Kinds = []string{"partition", "restart", "clock"}
+	tl := NewTally(s)
+	restartEmpty := []Shape{{Kind: "restart", Lease: true, Empty: true}}
+	keep := []Shape{{Kind: "restart", Lease: true}}
+	random := []Shape{{Kind: "clock", Nodes: []string{"n9"}, Offset: time.Second}}
+	// Nothing reached yet: an empty restart of the lease aims at two
+	// windows, one with persistence at one, a clock off the lease at none.
+	if a, b, c := tl.Weight(restartEmpty, s), tl.Weight(keep, s), tl.Weight(random, s); !(a > b && b > c) {
+		t.Fatalf("weights %v, %v, %v: want decreasing", a, b, c)
+	}
+	for _, w := range Windows() {
+		if w.Aims(restartEmpty[0], s) != (w.Name == LeaseNodeFault || w.Name == RestartEmpty) {
+			t.Errorf("an empty restart of the lease: aims at %s %v", w.Name, w.Aims(restartEmpty[0], s))
+		}
+	}
+	// Once restart-empty was reached often, the scene weighs less.
+	before := tl.Weight(restartEmpty, s)
+	for range 5 {
+		tl.Add(&Run{Windows: []Result{{Name: RestartEmpty, Reached: 1}}})
+	}
+	if after := tl.Weight(restartEmpty, s); after >= before {
+		t.Fatalf("weight %v after 5 reaches, %v before", after, before)
+	}
+	cut := Shape{Kind: "partition", Cut: 2}
+	if w, _ := Lookup(BareMajority); !w.Aims(cut, s) || w.Aims(Shape{Kind: "partition", Cut: 3}, s) {
+		t.Errorf("a cut of 2 of 5 aims at a bare majority, of 3 does not")
+	}
+}
+
+func TestTallyMerge(t *testing.T) {
+	a, b := NewTally(one), NewTally(one)
+	a.Add(&Run{Windows: []Result{{Name: RestartEmpty, Reached: 2, AnomalyFollowed: true}}})
+	b.Add(&Run{Windows: []Result{{Name: RestartEmpty, Reached: 1}}})
+	b.Add(&Run{Windows: []Result{{Name: RestartEmpty}}})
+	a.Merge(b)
+	i := slices.IndexFunc(a.Windows, func(c Count) bool { return c.Name == RestartEmpty })
+	if c := a.Windows[i]; a.Runs != 3 || c.Reached != 3 || c.Runs != 2 || c.Followed != 1 {
+		t.Fatalf("merged: %d runs, %+v", a.Runs, c)
+	}
+}
+
+func TestAcquireStalled(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		start, stop int64
+		want        int
+	}{
+		{"stopped inside the acquire past the validity", 105, 1500, 1},
+		{"stopped inside it, briefly", 105, 400, 0},
+		{"stopped before it asked", 50, 1500, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := &hist{}
+			h.fault(history.Fault{ID: "f0", Kind: "step-pause", Targets: []string{"client:0"}}, c.start, c.stop)
+			h.add(history.Op{Process: 0, Client: 0, Type: history.Invoke, F: history.Acquire, Key: "tumbler:0", Time: 100 * ms})
+			h.add(history.Op{Process: 0, Client: 0, Type: history.OK, F: history.Acquire, Key: "tumbler:0", Value: "v", ValidUntil: 1000 * ms, Time: (c.stop + 5) * ms})
+			if w := reached(t, judge(t, one, h), AcquireStalled); w.Reached != c.want {
+				t.Fatalf("reached %d, want %d: %+v", w.Reached, c.want, w)
+			}
+		})
+	}
+	w, _ := Lookup(AcquireStalled)
+	if !w.Aims(Shape{Kind: "step-pause", Acquiring: true, Stop: 2 * time.Second}, one) || w.Aims(Shape{Kind: "step-pause", Stop: 2 * time.Second}, one) {
+		t.Error("a long pause armed inside the acquire aims at the window; one at another step does not")
+	}
+}

@@ -1,0 +1,471 @@
+package coverage
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tumbler-dev/tumbler/checker"
+	"github.com/tumbler-dev/tumbler/history"
+)
+
+// view is a run as the windows' judgements read it.
+type view struct {
+	s     Setup
+	ops   []history.Op
+	pos   map[int64]int // history index → position in ops
+	peer  []int         // history.Partners
+	holds []checker.Hold
+	// faults are those that took effect, in start order.
+	faults    []fault
+	anomalies []checker.Anomaly
+}
+
+// fault is a fault that took effect, with what the nemesis saw as it
+// applied it (its start record's history.Fault).
+type fault struct {
+	checker.FaultWindow
+	seen history.Fault
+}
+
+func newView(in Input) *view {
+	v := &view{s: in.Setup, ops: in.Ops, pos: map[int64]int{}, peer: history.Partners(in.Ops),
+		holds: in.Holds, anomalies: in.Anomalies}
+	for i, o := range in.Ops {
+		v.pos[o.Index] = i
+	}
+	fws := in.Faults
+	if fws == nil {
+		fws = checker.FaultWindows(in.Ops)
+	}
+	for _, fw := range fws {
+		if fw.Idle() != "" {
+			continue
+		}
+		f := fault{FaultWindow: fw}
+		if i, ok := v.pos[fw.StartOp]; ok && in.Ops[i].Fault != nil {
+			f.seen = *in.Ops[i].Fault
+		}
+		v.faults = append(v.faults, f)
+	}
+	return v
+}
+
+// followed reports whether an anomaly came during one of reaches or
+// within two TTLs after it, or names one of its faults.
+func (v *view) followed(reaches []Reach) bool {
+	after := 2 * int64(v.s.TTL)
+	for _, a := range v.anomalies {
+		for _, r := range reaches {
+			if a.At < r.From {
+				continue
+			}
+			if a.At <= r.To+after || sharesAny(a.Faults, r.Faults) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func sharesAny(a, b []string) bool {
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			return true
+		}
+	}
+	return false
+}
+
+// nodes are the fault's targets that are data nodes.
+func (v *view) nodes(f fault) []string {
+	var out []string
+	for _, t := range f.Targets {
+		if slices.Contains(v.s.Nodes, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// clients are the clients the fault's targets name ("client:<i>").
+func clients(f fault) []int {
+	var out []int
+	for _, t := range f.Targets {
+		var c int
+		if _, err := fmt.Sscanf(t, "client:%d", &c); err == nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// failedOverBefore reports whether a failover began before t: the
+// topology's roles are no longer known from Setup.
+func (v *view) failedOverBefore(t int64) bool {
+	for _, f := range v.faults {
+		if f.Kind == "failover" && f.Start < t {
+			return true
+		}
+	}
+	return false
+}
+
+// cutAt are the nodes partitions cut from the clients at t.
+func (v *view) cutAt(t int64) []string {
+	var out []string
+	for _, f := range v.faults {
+		if f.Kind != "partition" || f.Start > t || f.Stop <= t || len(clients(f)) > 0 {
+			continue
+		}
+		for _, n := range v.nodes(f) {
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// leaseNodes are the nodes hold h's lease rests on as f saw it: those the
+// nemesis read when f's selector resolved, else (while the topology is as
+// it started) Setup.LeaseNodes less those cut from the clients when h was
+// granted.
+func (v *view) leaseNodes(f fault, h checker.Hold) []string {
+	if len(f.seen.Lease) > 0 {
+		return f.seen.Lease
+	}
+	if v.failedOverBefore(h.Start) || v.failedOverBefore(f.Start) {
+		return nil
+	}
+	cut := v.cutAt(h.Start)
+	var out []string
+	for _, n := range v.s.LeaseNodes {
+		if !slices.Contains(cut, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// onLease finds the first hold f overlaps whose lease rests on a node f
+// hit (with ok, which may refuse a pair): the hold and the nodes.
+func (v *view) onLease(f fault, ok func(checker.Hold) bool) (checker.Hold, []string, bool) {
+	hit := v.nodes(f)
+	if len(hit) == 0 {
+		return checker.Hold{}, nil, false
+	}
+	for _, h := range v.holds {
+		if h.Start > f.Stop || f.Start > h.End || (ok != nil && !ok(h)) {
+			continue
+		}
+		lease := v.leaseNodes(f, h)
+		var on []string
+		for _, n := range hit {
+			if slices.Contains(lease, n) {
+				on = append(on, n)
+			}
+		}
+		if len(on) > 0 {
+			return h, on, true
+		}
+	}
+	return checker.Hold{}, nil, false
+}
+
+func holdText(h checker.Hold) string {
+	return fmt.Sprintf("client %d's lease on %q", h.Client, h.Key)
+}
+
+func (v *view) leaseNodeFaults() []Reach {
+	var out []Reach
+	for _, f := range v.faults {
+		h, on, ok := v.onLease(f, nil)
+		if !ok {
+			continue
+		}
+		out = append(out, Reach{From: max(f.Start, h.Start), To: min(f.Stop, h.End), Faults: []string{f.ID},
+			Note: fmt.Sprintf("%s of %s while %s was held", f.Kind, nodesList(on), holdText(h))})
+	}
+	return out
+}
+
+func (v *view) restartsEmpty() []Reach {
+	expiry := v.s.TTL - v.s.Validity // what the key outlives the validity by
+	var out []Reach
+	for _, f := range v.faults {
+		if !slices.Contains(startKinds, f.Kind) || !f.seen.Empty || !f.Healed {
+			continue
+		}
+		// Down while the lease was held, back before its key expired.
+		h, on, ok := v.onLease(f, func(h checker.Hold) bool {
+			return h.Start <= f.Start && f.Start <= h.End && f.Stop < h.ValidUntil+int64(expiry)
+		})
+		if !ok {
+			continue
+		}
+		out = append(out, Reach{From: f.Start, To: f.Stop, Faults: []string{f.ID},
+			Note: fmt.Sprintf("%s of %s came back empty %v before %s expired", f.Kind, nodesList(on),
+				time.Duration(h.ValidUntil+int64(expiry)-f.Stop).Round(time.Millisecond), holdText(h))})
+	}
+	return out
+}
+
+func (v *view) clocksPastValidity() []Reach {
+	var out []Reach
+	for _, f := range v.faults {
+		if !slices.Contains(clockKinds, f.Kind) || f.seen.Offset <= int64(v.s.Validity) {
+			continue
+		}
+		h, on, ok := v.onLease(f, nil)
+		if !ok {
+			continue
+		}
+		out = append(out, Reach{From: max(f.Start, h.Start), To: min(f.Stop, h.End), Faults: []string{f.ID},
+			Note: fmt.Sprintf("%s's clock moved %v (validity %v) while %s was held", nodesList(on),
+				time.Duration(f.seen.Offset), v.s.Validity, holdText(h))})
+	}
+	return out
+}
+
+// acquired is when the acquire that began hold h was invoked: its lease
+// counts from then ("Time and leases").
+func (v *view) acquired(h checker.Hold) int64 {
+	i, ok := v.pos[h.AcquireOp]
+	if !ok {
+		return h.Start
+	}
+	if j := v.peer[i]; j >= 0 {
+		return v.ops[j].Time
+	}
+	return h.Start
+}
+
+func (v *view) holdersStopped() []Reach {
+	var out []Reach
+	for _, f := range v.faults {
+		if !slices.Contains(stopKinds, f.Kind) {
+			continue
+		}
+		cs := clients(f)
+		for _, h := range v.holds {
+			if !slices.Contains(cs, h.Client) || history.NoExpiry(h.ValidUntil) {
+				continue
+			}
+			// Stopped while its lease was valid (an acquire on its way
+			// counts), still stopped when it ran out, and not released
+			// before.
+			if f.Start < v.acquired(h) || f.Start >= h.ValidUntil || f.Effect <= h.ValidUntil || h.HeldUntil < h.ValidUntil {
+				continue
+			}
+			out = append(out, Reach{From: f.Start, To: f.Effect, Faults: []string{f.ID},
+				Note: fmt.Sprintf("client %d stopped by %s %v past the validity of its lease on %q", h.Client, f.Kind,
+					time.Duration(f.Effect-h.ValidUntil).Round(time.Millisecond), h.Key)})
+			break
+		}
+	}
+	return out
+}
+
+func (v *view) bareMajorities() []Reach {
+	n := len(v.s.Nodes)
+	bare := n/2 + 1
+	var out []Reach
+	for _, h := range v.holds {
+		cut := v.cutAt(h.Start)
+		if n-len(cut) != bare {
+			continue
+		}
+		out = append(out, Reach{From: h.Start, To: h.End, Faults: v.cutters(h.Start),
+			Note: fmt.Sprintf("%s granted with %s cut: on %d of %d nodes", holdText(h), nodesList(cut), bare, n)})
+	}
+	// A lease the nemesis read on exactly a majority, where no cut seen
+	// in the history explains it.
+	for _, f := range v.faults {
+		if len(f.seen.Lease) != bare || n < 3 || covered(out, f.Start) {
+			continue
+		}
+		out = append(out, Reach{From: f.Start, To: f.Stop, Faults: []string{f.ID},
+			Note: fmt.Sprintf("the lease %s aimed at rested on %s: %d of %d nodes", f.ID, nodesList(f.seen.Lease), bare, n)})
+	}
+	return out
+}
+
+func covered(rs []Reach, t int64) bool {
+	for _, r := range rs {
+		if r.From <= t && t <= r.To {
+			return true
+		}
+	}
+	return false
+}
+
+// cutters are the partitions active at t.
+func (v *view) cutters(t int64) []string {
+	var out []string
+	for _, f := range v.faults {
+		if f.Kind == "partition" && f.Start <= t && t < f.Stop && len(clients(f)) == 0 && len(v.nodes(f)) > 0 {
+			out = append(out, f.ID)
+		}
+	}
+	return out
+}
+
+// writesKey reports whether o is a write to a lock's key that a replica
+// must see: an acquire, extend, init or count-down that happened, or may
+// have (ok or info).
+func writesKey(o history.Op) bool {
+	if o.IsNemesis() || (o.Type != history.OK && o.Type != history.Info) {
+		return false
+	}
+	switch o.F {
+	case history.Acquire, history.Extend, history.Init, history.CountDown:
+		return true
+	}
+	return false
+}
+
+func (v *view) promotionsLackingKey() []Reach {
+	var out []Reach
+	for _, f := range v.faults {
+		if f.Kind != "failover" {
+			continue
+		}
+		// The cut replication: the failover's own (from its start, until
+		// the promotion within its window), or a partition's over its
+		// start.
+		from, to, cut := f.Start, f.Stop, []string{f.ID}
+		if !f.seen.CutReplication {
+			p, ok := v.replicationCut(f.Start)
+			if !ok {
+				continue
+			}
+			from, to, cut = p.Start, f.Start, []string{p.ID, f.ID}
+		}
+		for _, o := range v.ops {
+			if o.Time >= from && o.Time <= to && writesKey(o) {
+				out = append(out, Reach{From: o.Time, To: f.Stop, Faults: cut,
+					Note: fmt.Sprintf("%s of client %d on %q while replication was cut, then %s", o.F, o.Client, o.Key, f.Desc)})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// replicationCut is a fault cutting replication at t.
+func (v *view) replicationCut(t int64) (fault, bool) {
+	for _, f := range v.faults {
+		if f.seen.CutReplication && f.Kind != "failover" && f.Start <= t && t <= f.Stop {
+			return f, true
+		}
+	}
+	return fault{}, false
+}
+
+func (v *view) lateRenewals() []Reach {
+	var out []Reach
+	valid := map[string]int64{} // owner value → validity end
+	late := map[string]bool{}
+	for _, o := range v.ops {
+		if o.IsNemesis() || o.Value == "" {
+			continue
+		}
+		switch {
+		case o.F == history.Acquire && o.Type == history.OK && o.ValidUntil > 0:
+			valid[o.Value] = o.ValidUntil
+		case o.F == history.Extend && o.Type == history.Invoke:
+			vu, ok := valid[o.Value]
+			if ok && !history.NoExpiry(vu) && o.Time > vu && !late[o.Value] {
+				late[o.Value] = true
+				out = append(out, Reach{From: vu, To: o.Time,
+					Note: fmt.Sprintf("client %d's renewal on %q came %v after its lease expired", o.Client, o.Key, time.Duration(o.Time-vu).Round(time.Millisecond))})
+			}
+		case o.F == history.Extend && o.Type == history.OK && o.ValidUntil > 0:
+			valid[o.Value] = o.ValidUntil
+		}
+	}
+	// A holder that went on holding past its validity with no renewal.
+	for _, h := range v.holds {
+		if late[h.Owner] || history.NoExpiry(h.ValidUntil) || h.HeldUntil <= h.ValidUntil || h.HeldUntilBy == "end" {
+			continue
+		}
+		out = append(out, Reach{From: h.ValidUntil, To: h.HeldUntil,
+			Note: fmt.Sprintf("client %d held %q %v past its validity without a renewal", h.Client, h.Key, time.Duration(h.HeldUntil-h.ValidUntil).Round(time.Millisecond))})
+	}
+	return v.withFaults(out)
+}
+
+func (v *view) lostAcquireReplies() []Reach {
+	var out []Reach
+	for i, o := range v.ops {
+		if o.IsNemesis() || o.F != history.Acquire || o.Type != history.Invoke {
+			continue
+		}
+		end, how := v.lastTime(), "never completed"
+		if j := v.peer[i]; j >= 0 {
+			if v.ops[j].Type != history.Info {
+				continue
+			}
+			end, how = v.ops[j].Time, "unknown: "+v.ops[j].Error
+		}
+		for _, f := range v.faults {
+			if !slices.Contains(replyKinds, f.Kind) || f.Start > end || f.Stop < o.Time {
+				continue
+			}
+			if cs := clients(f); len(cs) > 0 && !slices.Contains(cs, o.Client) {
+				continue
+			}
+			out = append(out, Reach{From: o.Time, To: end, Faults: []string{f.ID},
+				Note: fmt.Sprintf("client %d's acquire on %q under %s: %s", o.Client, o.Key, f.Kind, strings.TrimSuffix(how, ": "))})
+			break
+		}
+	}
+	return out
+}
+
+func (v *view) lastTime() int64 {
+	if len(v.ops) == 0 {
+		return 0
+	}
+	return v.ops[len(v.ops)-1].Time
+}
+
+// withFaults names, on each reach, the faults active during it.
+func (v *view) withFaults(rs []Reach) []Reach {
+	for k := range rs {
+		for _, f := range v.faults {
+			if f.Start <= rs[k].To && rs[k].From <= f.Effect {
+				rs[k].Faults = append(rs[k].Faults, f.ID)
+			}
+		}
+	}
+	return rs
+}
+
+func (v *view) acquiresStalled() []Reach {
+	var out []Reach
+	for i, o := range v.ops {
+		j := v.peer[i]
+		if o.IsNemesis() || o.F != history.Acquire || o.Type != history.Invoke || j < 0 || v.ops[j].Type != history.OK {
+			continue
+		}
+		done := v.ops[j].Time
+		for _, f := range v.faults {
+			if !slices.Contains(stallKinds, f.Kind) || !slices.Contains(clients(f), o.Client) {
+				continue
+			}
+			// Stopped after the request went out, before the grant came
+			// back, for longer than the lease was valid.
+			if f.Start < o.Time || f.Start >= done || f.Effect <= o.Time+int64(v.s.Validity) {
+				continue
+			}
+			out = append(out, Reach{From: f.Start, To: done, Faults: []string{f.ID},
+				Note: fmt.Sprintf("client %d stopped by %s inside its acquire on %q, granted %v after it asked", o.Client, f.Kind, o.Key,
+					time.Duration(done-o.Time).Round(time.Millisecond))})
+			break
+		}
+	}
+	return out
+}

@@ -1,0 +1,73 @@
+package hunt
+
+import (
+	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/coverage"
+	"github.com/tumbler-dev/tumbler/nemesis"
+	"github.com/tumbler-dev/tumbler/runner"
+)
+
+// DefaultGuided is whether a hunt guides its schedules unless told
+// (hunt --guided); docs/measurements.md, "Guided hunts", has the figures
+// it was chosen from.
+const DefaultGuided = false
+
+// guided is a guided hunt's Drawer: the template with a schedule drawn
+// from draw for the seed, each scene weighed (runner.Draw.Prefer) by
+// coverage.Tally.Weight of its steps' shapes against what the attempts
+// finished so far reached (Attempt.Reached). Attempt N's schedule so
+// depends on the attempts before it that had finished when it was drawn;
+// its plan is saved (plans/seed-N.json) and replays exactly like any
+// other.
+func guided(template runner.Plan, draw runner.Draw) Drawer {
+	setup := template.CoverageSetup(draw.Kinds)
+	return func(seed int64, finished []Attempt) (runner.Plan, error) {
+		t := coverage.NewTally(setup)
+		for _, a := range finished {
+			r := &coverage.Run{}
+			for name, n := range a.Reached {
+				r.Windows = append(r.Windows, coverage.Result{Name: name, Reached: n})
+			}
+			t.Add(r)
+		}
+		d := draw
+		d.Prefer = func(scene []nemesis.Step) float64 {
+			shapes := make([]coverage.Shape, len(scene))
+			for i, st := range scene {
+				shapes[i] = shapeOf(template, st)
+			}
+			return t.Weight(shapes, setup)
+		}
+		return template.WithDrawnFaults(seed, d)
+	}
+}
+
+// shapeOf is what a planned step looks like to the windows.
+func shapeOf(p runner.Plan, st nemesis.Step) coverage.Shape {
+	ttl := p.TTL.Resolve(0)
+	sh := coverage.Shape{
+		Kind: string(st.Fault), Nodes: st.Nodes,
+		Lease:          st.Node == nemesis.NodeLease || st.Node == nemesis.NodePrimary,
+		Holder:         st.Client == nemesis.Holder || len(st.Clients) > 1 && len(st.Clients) == p.Workload.Clients,
+		Offset:         st.Offset.Resolve(ttl),
+		Stop:           max(st.Pause.Resolve(ttl), st.For.Resolve(ttl)),
+		CutReplication: st.CutReplication || st.Shape == nemesis.ShapeReplication,
+	}
+	if st.Fault == nemesis.StepPause {
+		sh.Stop = st.Pause.Resolve(ttl) // armed for For, stopped for Pause
+		if info, err := p.Lock.Info(); err == nil {
+			for _, ls := range info.Steps {
+				sh.Acquiring = sh.Acquiring || ls.Acquiring && ls.Name == st.LockStep
+			}
+		}
+	}
+	persist := st.Persistence
+	if persist == "" {
+		persist = p.Persistence
+	}
+	sh.Empty = persist == "" || persist == cluster.PersistNone
+	if st.Fault == nemesis.Partition && (st.Shape == "" || st.Shape == nemesis.ShapeNodes) {
+		sh.Cut = len(st.Nodes)
+	}
+	return sh
+}

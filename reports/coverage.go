@@ -1,0 +1,73 @@
+package reports
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/tumbler-dev/tumbler/coverage"
+)
+
+// CoverageFile is the run's coverage of the dangerous windows.
+const CoverageFile = coverage.File
+
+// coverageView is the report's section on the dangerous windows.
+type coverageView struct {
+	Missing string
+	Rows    []coverageRow
+	// Others are the windows that do not count for the run, with why.
+	Others []coverageRow
+}
+
+type coverageRow struct {
+	Name, Label, Reason, Why, First string
+	Reached                         int
+	Followed                        bool
+	Reaches                         []string
+}
+
+// coverageSection is the section of the run's coverage (Run.Coverage).
+func (v *view) coverageSection() coverageView {
+	c := v.run.Coverage
+	if c == nil {
+		return coverageView{Missing: "the run recorded no history, so no window was judged"}
+	}
+	var out coverageView
+	for _, w := range c.Windows {
+		row := coverageRow{Name: w.Name, Label: w.Label, Reason: w.Reason, Reached: w.Reached, Followed: w.AnomalyFollowed}
+		if !w.Counts() {
+			row.Why = w.NotApplicable + w.OutOfReach
+			if w.NotApplicable == "" {
+				row.Why = "out of reach of the run's faults: " + w.OutOfReach
+			}
+			out.Others = append(out.Others, row)
+			continue
+		}
+		if w.First >= 0 {
+			row.First = secs(w.First)
+		}
+		for _, r := range w.Reaches {
+			s := fmt.Sprintf("%s – %s: %s", secs(r.From), secs(r.To), r.Note)
+			if len(r.Faults) > 0 {
+				s += " (" + strings.Join(r.Faults, ", ") + ")"
+			}
+			row.Reaches = append(row.Reaches, s)
+		}
+		out.Rows = append(out.Rows, row)
+	}
+	return out
+}
+
+// writeCoverage writes coverage.json.
+func writeCoverage(w io.Writer, c *coverage.Run) error {
+	if c == nil {
+		return skip{"the run recorded no history, so no window was judged"}
+	}
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
