@@ -43,21 +43,20 @@ func (f *shrinkFlags) options(cmd *cobra.Command, budgetFlag string) (shrink.Opt
 	return o, o.Validate()
 }
 
-func (a *app) huntCmd() *cobra.Command {
-	var f planFlags
-	var sf shrinkFlags
-	var like, store string
-	var want []string
-	var budget time.Duration
-	var firstSeed int64
-	var seeds, parallel int
-	var shardFlag string
-	var keepGoing, noShrink, keepAll, asJSON bool
-	var cov coverageFlags
-	cmd := &cobra.Command{
-		Use:   "hunt --nemesis KINDS --budget D [flags] | hunt --like ROW --budget D",
-		Short: "Look for anomalies nobody scripted: random compound fault schedules, seed after seed, then shrink the first find",
-		Long: `hunt runs one configuration (the flags of "tumbler run", or --like a catalog
+// huntFlags are hunt's flags.
+type huntFlags struct {
+	plan                                 planFlags
+	sf                                   shrinkFlags
+	cov                                  coverageFlags
+	like, store, shard                   string
+	want                                 []string
+	budget                               time.Duration
+	firstSeed                            int64
+	seeds, parallel                      int
+	keepGoing, noShrink, keepAll, asJSON bool
+}
+
+const huntLong = `hunt runs one configuration (the flags of "tumbler run", or --like a catalog
 row's lock, topology, clients, TTL and workload) with a random compound,
 lock-aware fault schedule drawn from the --nemesis kinds (--like: the kinds
 the row's schedule uses, not its schedule), one seed after another from
@@ -97,91 +96,105 @@ Exit codes as run: 1 an anomaly of a wanted kind was found (--want; --like:
 the row's kind, and as late after a fault's start as the row asks;
 otherwise any), 0 none within the budget, 2 interrupted
 first (or an attempt was unknown), 254 bad input, 255 the harness failed
-three attempts in a row.`,
-		Example: `  tumbler hunt --lock redlock --nodes 5 --nemesis partition,restart,clock --budget 10m
+three attempts in a row.`
+
+const huntExample = `  tumbler hunt --lock redlock --nodes 5 --nemesis partition,restart,clock --budget 10m
   tumbler hunt --like redlock-restart-empty --budget 3m
   tumbler hunt --lock single --topology replicated:1+sentinels --nemesis failover,pause --budget 5m --keep-going --no-shrink
   tumbler hunt --like latch-failover --budget 20m --parallel 2
   # on three runners, then join
   tumbler hunt --like redlock-restart-empty --budget 30m --shard 2/3 --store shard2
-  tumbler hunt merge shard*/hunts/latest --out all/`,
-		Args: noArgs,
+  tumbler hunt merge shard*/hunts/latest --out all/`
+
+func (a *app) huntCmd() *cobra.Command {
+	var h huntFlags
+	cmd := &cobra.Command{
+		Use:     "hunt --nemesis KINDS --budget D [flags] | hunt --like ROW --budget D",
+		Short:   "Look for anomalies nobody scripted: random compound fault schedules, seed after seed, then shrink the first find",
+		Long:    huntLong,
+		Example: huntExample,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := huntArgs(cmd, budget, seeds, parallel); err != nil {
-				return failed(err)
-			}
-			shard, err := huntShard(shardFlag)
-			if err != nil {
-				return failed(err)
-			}
-			if err := cov.check(); err != nil {
-				return failed(err)
-			}
-			so, err := sf.options(cmd, "shrink-budget")
-			if err != nil {
-				return failed(err)
-			}
-			template, draw, name, wanted, err := a.huntTemplate(cmd, &f, like)
-			if err != nil {
-				return err
-			}
-			// A row that times its anomaly (after_fault_start) counts only
-			// such finds, unless --want says what counts.
-			var after time.Duration
-			if row, err := scenarios.Get(like); err == nil && like != "" {
-				after = row.Expect.AfterFaultStart.Resolve(0)
-			}
-			if cmd.Flags().Changed("want") {
-				wanted, after = nil, 0
-				for _, w := range want {
-					wanted = append(wanted, checker.Kind(strings.TrimSpace(w)))
-				}
-			}
-			ctx, stop := a.interruptible(cmd.Context())
-			defer stop()
-			ho := hunt.Options{
-				Name: name, Budget: budget, FirstSeed: firstSeed, MaxSeeds: seeds, Parallel: parallel, Shard: shard,
-				Want: wanted, After: after, KeepGoing: keepGoing, KeepAll: keepAll, Store: store, Log: a.log, Status: a.huntStatus,
-				UntilCovered: cov.until, Guided: cov.guided,
-			}
-			if !noShrink {
-				// A find is shrunk only if it replays; one that does not is
-				// listed and the hunt goes on for one that does.
-				ho.Replays, ho.Need = so.Replays, so.Need
-			}
-			s, err := hunt.Run(ctx, template, draw, ho)
-			a.con.clear()
-			if err != nil {
-				if s == nil {
-					return failed(err)
-				}
-				a.log.Error("hunt", "err", err)
-			}
-			var sh *shrink.Result
-			if found, ok := s.ToShrink(); ok && !noShrink && ctx.Err() == nil {
-				sh = a.shrinkFind(ctx, s, found, so)
-			}
-			return a.huntOutcome(s, sh, err, asJSON)
+			return a.hunt(cmd, &h)
 		},
 	}
 	fs := cmd.Flags()
-	f.bind(fs)
-	fs.StringVar(&like, "like", "", "hunt with this catalog row's configuration and the fault kinds its schedule uses (not its schedule)")
-	fs.DurationVar(&budget, "budget", 0, "how long the hunt may take (required)")
-	fs.Int64Var(&firstSeed, "first-seed", 1, "the first seed tried; each attempt takes the next")
-	fs.IntVar(&seeds, "seeds", 0, "try at most this many seeds, --first-seed on (0: as many as the budget allows)")
-	fs.IntVar(&parallel, "parallel", runner.DefaultParallel, "run this many attempts at once, each on its own cluster and ports")
-	fs.StringVar(&shardFlag, "shard", "", "be part i of n (i/n) of one hunt: try seeds first+i-1, first+i-1+n, … (join the shards with \"hunt merge\")")
-	fs.StringSliceVar(&want, "want", nil, "anomaly kinds that count as a find (default: any; --like: the row's)")
-	fs.BoolVar(&keepGoing, "keep-going", false, "go on after a find until the budget is spent")
-	fs.BoolVar(&noShrink, "no-shrink", false, "do not shrink the first find")
-	fs.BoolVar(&keepAll, "keep-all", false, "keep the report directories of valid attempts too")
-	fs.StringVar(&store, "store", "store", "directory the runs' reports are kept in (the hunt's under store/hunts)")
-	fs.BoolVar(&asJSON, "json", false, "print hunt.json's summary (and the shrink's) instead of prose")
-	sf.bind(cmd, "shrink-budget")
-	cov.bind(cmd)
+	h.plan.bind(fs)
+	fs.StringVar(&h.like, "like", "", "hunt with this catalog row's configuration and the fault kinds its schedule uses (not its schedule)")
+	fs.DurationVar(&h.budget, "budget", 0, "how long the hunt may take (required)")
+	fs.Int64Var(&h.firstSeed, "first-seed", 1, "the first seed tried; each attempt takes the next")
+	fs.IntVar(&h.seeds, "seeds", 0, "try at most this many seeds, --first-seed on (0: as many as the budget allows)")
+	fs.IntVar(&h.parallel, "parallel", runner.DefaultParallel, "run this many attempts at once, each on its own cluster and ports")
+	fs.StringVar(&h.shard, "shard", "", "be part i of n (i/n) of one hunt: try seeds first+i-1, first+i-1+n, … (join the shards with \"hunt merge\")")
+	fs.StringSliceVar(&h.want, "want", nil, "anomaly kinds that count as a find (default: any; --like: the row's)")
+	fs.BoolVar(&h.keepGoing, "keep-going", false, "go on after a find until the budget is spent")
+	fs.BoolVar(&h.noShrink, "no-shrink", false, "do not shrink the first find")
+	fs.BoolVar(&h.keepAll, "keep-all", false, "keep the report directories of valid attempts too")
+	fs.StringVar(&h.store, "store", "store", "directory the runs' reports are kept in (the hunt's under store/hunts)")
+	fs.BoolVar(&h.asJSON, "json", false, "print hunt.json's summary (and the shrink's) instead of prose")
+	h.sf.bind(cmd, "shrink-budget")
+	h.cov.bind(cmd)
 	cmd.AddCommand(a.huntMergeCmd())
 	return cmd
+}
+
+// hunt runs the hunt, then shrinks its find unless --no-shrink.
+func (a *app) hunt(cmd *cobra.Command, h *huntFlags) error {
+	if err := huntArgs(cmd, h.budget, h.seeds, h.parallel); err != nil {
+		return failed(err)
+	}
+	shard, err := huntShard(h.shard)
+	if err != nil {
+		return failed(err)
+	}
+	if err := h.cov.check(); err != nil {
+		return failed(err)
+	}
+	so, err := h.sf.options(cmd, "shrink-budget")
+	if err != nil {
+		return failed(err)
+	}
+	template, draw, name, wanted, err := a.huntTemplate(cmd, &h.plan, h.like)
+	if err != nil {
+		return err
+	}
+	// A row that times its anomaly (after_fault_start) counts only
+	// such finds, unless --want says what counts.
+	var after time.Duration
+	if row, err := scenarios.Get(h.like); err == nil && h.like != "" {
+		after = row.Expect.AfterFaultStart.Resolve(0)
+	}
+	if cmd.Flags().Changed("want") {
+		wanted, after = nil, 0
+		for _, w := range h.want {
+			wanted = append(wanted, checker.Kind(strings.TrimSpace(w)))
+		}
+	}
+	ctx, stop := a.interruptible(cmd.Context())
+	defer stop()
+	ho := hunt.Options{
+		Name: name, Budget: h.budget, FirstSeed: h.firstSeed, MaxSeeds: h.seeds, Parallel: h.parallel, Shard: shard,
+		Want: wanted, After: after, KeepGoing: h.keepGoing, KeepAll: h.keepAll, Store: h.store, Log: a.log, Status: a.huntStatus,
+		UntilCovered: h.cov.until, Guided: h.cov.guided,
+	}
+	if !h.noShrink {
+		// A find is shrunk only if it replays; one that does not is
+		// listed and the hunt goes on for one that does.
+		ho.Replays, ho.Need = so.Replays, so.Need
+	}
+	s, err := hunt.Run(ctx, template, draw, ho)
+	a.con.clear()
+	if err != nil {
+		if s == nil {
+			return failed(err)
+		}
+		a.log.Error("hunt", "err", err)
+	}
+	var sh *shrink.Result
+	if found, ok := s.ToShrink(); ok && !h.noShrink && ctx.Err() == nil {
+		sh = a.shrinkFind(ctx, s, found, so)
+	}
+	return a.huntOutcome(s, sh, err, h.asJSON)
 }
 
 func (a *app) huntMergeCmd() *cobra.Command {
