@@ -165,6 +165,12 @@ type Attempt struct {
 	// Interrupted: the hunt was interrupted while the attempt ran; it
 	// counts among the seeds tried, with the faults it applied.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Abandoned: a parallel hunt cut the attempt short because a find on
+	// a lower seed ended the hunt (a serial hunt would not have run it).
+	// It is kept, plan and run, and counts among the seeds tried; what it
+	// found before it was cut short is listed but is never the hunt's
+	// first find, which has the lowest seed.
+	Abandoned bool `json:"abandoned,omitempty"`
 	// Reached counts the dangerous windows the attempt reached, by name
 	// (its coverage.json has when).
 	Reached map[string]int `json:"reached,omitempty"`

@@ -120,16 +120,18 @@ func (h *hunter) launch(ctx context.Context, first runner.Plan, done chan<- fini
 func (h *hunter) record(f finished) error {
 	a, err := f.a, f.err
 	delete(h.running, a.Seed)
-	if h.abandoned[a.Seed] {
-		h.drop(a)
-		return nil
-	}
+	a.Abandoned = h.abandoned[a.Seed]
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	i, _ := slices.BinarySearchFunc(h.s.Attempts, a.Seed, func(x Attempt, s int64) int { return int(x.Seed - s) })
 	h.s.Attempts = slices.Insert(h.s.Attempts, i, a)
 	h.s.settle()
 	h.cover(a)
+	if a.Abandoned {
+		h.o.Log.Info("hunt attempt abandoned: a find with a lower seed ended the hunt; kept", "seed", a.Seed)
+		h.s.Elapsed = time.Since(h.began)
+		return h.s.Write()
+	}
 	if a.Verdict == checker.Unknown && err == nil && !a.Interrupted {
 		h.unknown = true
 	}
@@ -185,16 +187,6 @@ func (h *hunter) abandonAbove(seed int64) {
 			cancel()
 		}
 	}
-}
-
-// drop removes what an abandoned attempt left: its plan and its runs.
-func (h *hunter) drop(a Attempt) {
-	h.o.Log.Info("hunt attempt abandoned: a find with a lower seed ended the hunt", "seed", a.Seed)
-	_ = os.Remove(filepath.Join(h.s.Dir, a.Plan))
-	name := seedName(a.Seed)
-	_ = os.RemoveAll(filepath.Join(h.s.Dir, name))
-	_ = os.RemoveAll(filepath.Join(h.s.Dir, ReplaysDir, name))
-	h.fixLatest()
 }
 
 func seedName(seed int64) string { return fmt.Sprintf("seed-%d", seed) }

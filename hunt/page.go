@@ -51,7 +51,7 @@ Faults drawn from {{.Kinds}}, at most {{.S.Draw.Concurrency}} at once.
 <h2>Attempts</h2>
 <p>Every attempt's plan replays it exactly: <code>tumbler run --plan DIR/plans/seed-N.json</code>. Reports of valid attempts are not kept.</p>
 <table><tr><th>seed</th><th>verdict</th><th>anomalies</th><th>faults (applied)</th><th>first anomaly</th><th>replays</th><th>took</th><th>plan</th><th>report</th></tr>
-{{range .S.Attempts}}<tr class="{{.Verdict}}{{if .Found}} found{{end}}"><td>{{.Seed}}</td><td>{{.Verdict}}{{if .Interrupted}} (interrupted){{end}}</td><td>{{kinds .}}</td>
+{{range .S.Attempts}}<tr class="{{.Verdict}}{{if .Found}} found{{end}}"><td>{{.Seed}}</td><td>{{.Verdict}}{{if .Abandoned}} (abandoned: a lower seed found){{else if .Interrupted}} (interrupted){{end}}</td><td>{{kinds .}}</td>
 <td>{{.Faults}} ({{.FaultsApplied}})</td><td>{{dur .FirstAnomaly}}</td><td>{{replays .Replays}}</td><td>{{dur .Elapsed}}</td><td><a href="{{.Plan}}">plan</a></td>
 <td>{{if .Dir}}<a href="{{report .Dir}}">report</a>{{else}}—{{end}}{{if .Error}} {{.Error}}{{end}}</td></tr>
 {{end}}</table></body></html>

@@ -120,24 +120,27 @@ func TestParallelHuntDrawsTheSerialPlans(t *testing.T) {
 
 // TestParallelHuntStopsAtTheLowestFind: seed 3 finds at once while seeds
 // 1, 2 and 4 still run: the hunt waits for 1 and 2 (a lower seed could
-// find too), abandons 4 (a serial hunt never ran it) and starts no other.
+// find too), abandons 4 (a serial hunt never ran it: cut short, kept and
+// marked) and starts no other.
 func TestParallelHuntStopsAtTheLowestFind(t *testing.T) {
 	w := &world{bad: map[int64]bool{3: true, 5: true}, slow: map[int64]time.Duration{1: 150 * time.Millisecond, 2: 150 * time.Millisecond, 4: time.Hour}}
 	s, err := Run(context.Background(), tmpl(t), draw, Options{Name: "h", Budget: time.Hour, Parallel: 4, Store: t.TempDir(), Run: w.run})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := seedsOf(s.Attempts); len(got) != 3 || got[2] != 3 || s.First != 2 || s.Stopped != "anomaly found" || s.ExitCode != outcome.ExitInvalid {
+	if got := seedsOf(s.Attempts); len(got) != 4 || got[2] != 3 || s.First != 2 || s.Stopped != "anomaly found" || s.ExitCode != outcome.ExitInvalid {
 		t.Fatalf("attempts %v first %d stopped %q exit %d", got, s.First, s.Stopped, s.ExitCode)
+	}
+	for _, a := range s.Attempts {
+		if a.Abandoned != (a.Seed == 4) {
+			t.Errorf("seed %d: abandoned %v", a.Seed, a.Abandoned)
+		}
 	}
 	if len(w.cancelledSeeds) != 1 || w.cancelledSeeds[0] != 4 || w.attemptsStarted != 4 {
 		t.Errorf("cancelled %v of %d started, want seed 4 of 4", w.cancelledSeeds, w.attemptsStarted)
 	}
-	if _, err := os.Stat(filepath.Join(s.Dir, PlansDir, "seed-4.json")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the abandoned attempt's plan is still there: %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(s.Dir, "seed-4")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the abandoned attempt's run is still there: %v", err)
+	if _, err := os.Stat(filepath.Join(s.Dir, PlansDir, "seed-4.json")); err != nil {
+		t.Errorf("the abandoned attempt's plan is gone: %v", err)
 	}
 }
 

@@ -68,7 +68,7 @@ shorter than its --time-limit.
 the seeds are handed out in order and hunt.json lists the attempts in seed
 order, so the hunt tries the plans a serial one draws (a find stops it once
 every lower seed has ended; attempts on higher seeds still running are
-abandoned). --shard i/n makes this hunt part i of n of one hunt over seeds
+cut short, kept and listed as abandoned). --shard i/n makes this hunt part i of n of one hunt over seeds
 --first-seed on (seeds first+i-1, first+i-1+n, …: the plans the whole hunt
 draws for them); "tumbler hunt merge DIR..." joins the shards.
 
