@@ -57,3 +57,27 @@ func (r *run) makeDir() error {
 // each than one alone and the catalog held on seeds 1–3; docs/measurements.md,
 // "Parallel attempts".
 const DefaultParallel = 4
+
+// SharesServers reports whether runs of this plan share their servers with
+// every other run of it: on an external deployment they all reach the same
+// nodes through the same toxiproxy, so one run's faults and keys would be
+// another's.
+func (p Plan) SharesServers() bool { return p.Provider == "external" }
+
+// ParallelFor is how many of plans run at once when asked is (flag names
+// the flag, explicit whether the user gave it): asked, unless a plan
+// shares its servers (SharesServers), when runs go one at a time and
+// asking for more is an error naming the flag.
+func ParallelFor(plans []Plan, asked int, flag string, explicit bool) (int, error) {
+	for _, p := range plans {
+		if !p.SharesServers() {
+			continue
+		}
+		if explicit && asked > 1 {
+			return 0, fmt.Errorf("%w: --%s %d: runs on an external deployment share its servers and its toxiproxy, so they run one at a time (--%s 1)",
+				ErrPlan, flag, asked, flag)
+		}
+		return 1, nil
+	}
+	return asked, nil
+}

@@ -214,3 +214,12 @@ func (s Scenario) with(p runner.Plan) Scenario {
 	s.Plan = p
 	return s
 }
+
+// Plans are the rows' plans, in order.
+func Plans(rows []Scenario) []runner.Plan {
+	out := make([]runner.Plan, len(rows))
+	for i, r := range rows {
+		out[i] = r.Plan
+	}
+	return out
+}

@@ -178,6 +178,9 @@ func (a *app) reproduce(cmd *cobra.Command, names []string, f *reproduceFlags) e
 			return failed(err)
 		}
 	}
+	if f.parallel, err = runner.ParallelFor(scenarios.Plans(rows), f.parallel, "parallel", cmd.Flags().Changed("parallel")); err != nil {
+		return failed(err)
+	}
 	ctx, stop := a.interruptible(cmd.Context())
 	defer stop()
 	opts := runner.Options{Store: f.store, Log: a.log}

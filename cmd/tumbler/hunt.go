@@ -158,6 +158,9 @@ func (a *app) hunt(cmd *cobra.Command, h *huntFlags) error {
 	if err != nil {
 		return err
 	}
+	if h.parallel, err = runner.ParallelFor([]runner.Plan{template}, h.parallel, "parallel", cmd.Flags().Changed("parallel")); err != nil {
+		return failed(err)
+	}
 	// A row that times its anomaly (after_fault_start) counts only
 	// such finds, unless --want says what counts.
 	var after time.Duration

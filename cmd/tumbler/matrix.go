@@ -85,6 +85,9 @@ Exit codes: 0 when every run matched its row's expectation, 1 when one did not
 			if err != nil {
 				return err
 			}
+			if parallel, err = runner.ParallelFor(scenarios.Plans(rows), parallel, "parallel", cmd.Flags().Changed("parallel")); err != nil {
+				return failed(err)
+			}
 			if err := os.MkdirAll(out, 0o755); err != nil {
 				return failed(fmt.Errorf("--out: %w", err))
 			}
