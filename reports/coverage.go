@@ -37,9 +37,13 @@ func (v *view) coverageSection() coverageView {
 	for _, w := range c.Windows {
 		row := coverageRow{Name: w.Name, Label: w.Label, Reason: w.Reason, Reached: w.Reached, Followed: w.AnomalyFollowed}
 		if !w.Counts() {
-			row.Why = w.NotApplicable + w.OutOfReach
-			if w.NotApplicable == "" {
+			switch {
+			case w.NotApplicable == "":
 				row.Why = "out of reach of the run's faults: " + w.OutOfReach
+			case w.OutOfReach == "":
+				row.Why = w.NotApplicable
+			default:
+				row.Why = w.NotApplicable + "; and " + w.OutOfReach
 			}
 			out.Others = append(out.Others, row)
 			continue
