@@ -44,6 +44,10 @@ const benchBatch = 10
 //	go-client      tumbler's single lock over the protocol: this test binary
 //	               as the Go client (GoClientEnv)
 //	single         the same lock in-process
+//	py-pipe        two line round trips through a Python program that
+//	               writes back what it reads (testdata/protocol-cost/
+//	               pipe_echo.py): the floor of two processes exchanging
+//	               lines on this machine
 //
 // The three locks are built by buildClientLocks, as a run builds a
 // client's locks (a client program with the clock shim, as a run starts
@@ -56,7 +60,13 @@ const benchBatch = 10
 // go-client-us/call = (go-client − single)/2, medians in µs; and
 // py-echo-us/call, py-echo/2, the protocol's own cost per call to a Python
 // client, of which the rest of redis-py-us/call is the library's calls
-// slowed by the hops around them.
+// slowed by the hops around them. The redis-py client also times each of
+// its calls inside Python (TUMBLER_CLIENT_TIMING), so the same cycles are
+// timed on both sides: redis-py-inside-p50-ns is their median inside
+// Python, and redis-py-same-cycle-us/call the median over cycles of
+// (tumbler's time − Python's time of that cycle)/2, what the protocol adds
+// around the very calls it carries. py-pipe-us/call is the floor per
+// call, and py-echo/py-pipe what the protocol's own code costs over it.
 // docs/measurements.md ("The lock client protocol's cost") records a run.
 func BenchmarkProtocolCost(b *testing.B) {
 	srv := redistest.Start(b, 1)[0]
@@ -71,18 +81,27 @@ func BenchmarkProtocolCost(b *testing.B) {
 		b.Fatal(err)
 	}
 	pyEcho := &clients.Spec{Command: []string{"/usr/bin/python3", "-B", echo}, Steps: []clients.Step{{Name: "granted", Acquiring: true}}}
-	program := func(spec *clients.Spec, key string) lock.Locker {
-		return benchLocker(b, variants.Options{Variant: variants.ClientVariant, Client: spec}, view, key)
+	program := func(spec *clients.Spec, key, log string) (lock.Locker, func() error) {
+		return benchLocker(b, variants.Options{Variant: variants.ClientVariant, Client: spec}, view, key, log)
 	}
+	single, _ := benchLocker(b, variants.Options{Variant: "single"}, view, "bench:single", "")
+	goLock, _ := program(goClient, "bench:go-client", "")
+	// The redis-py client logs how long each call spent in the library
+	// (clients/_shared, TUMBLER_CLIENT_TIMING), so the very cycles timed
+	// here are also timed inside Python.
+	pyLog := filepath.Join(b.TempDir(), "redis-py.log")
+	pyLock, closePy := program(&clients.Spec{Name: "redis-py", Env: []string{"TUMBLER_CLIENT_TIMING=1"}}, "bench:redis-py", pyLog)
+	echoLock, _ := program(pyEcho, "bench:py-echo", "")
 	vs := []benchVariant{
-		{"single", lockCycles(benchLocker(b, variants.Options{Variant: "single"}, view, "bench:single"))},
-		{"go-client", lockCycles(program(goClient, "bench:go-client"))},
-		{"redis-py", lockCycles(program(&clients.Spec{Name: "redis-py"}, "bench:redis-py"))},
+		{"single", lockCycles(single)},
+		{"go-client", lockCycles(goLock)},
+		{"redis-py", lockCycles(pyLock)},
 		{"redis-py-self", pythonCycles(b, srv.Addr, "bench:redis-py-self")},
-		{"py-echo", lockCycles(program(pyEcho, "bench:py-echo"))},
+		{"py-echo", lockCycles(echoLock)},
+		{"py-pipe", pipeCycles(b)},
 	}
 	for _, v := range vs { // connections, script caches, first-use allocations
-		if _, err := v.cycles(50); err != nil {
+		if _, err := v.cycles(benchWarmup); err != nil {
 			b.Fatalf("%s warm-up: %v", v.name, err)
 		}
 	}
@@ -113,6 +132,73 @@ func BenchmarkProtocolCost(b *testing.B) {
 		b.ReportMetric(float64(med[p[0]]-med[p[1]])/2/1e3, p[0]+"-us/call")
 	}
 	b.ReportMetric(float64(med["py-echo"])/2/1e3, "py-echo-us/call")
+	b.ReportMetric(float64(med["py-pipe"])/2/1e3, "py-pipe-us/call")
+	b.ReportMetric(float64(med["py-echo"])/float64(med["py-pipe"]), "py-echo/py-pipe")
+	if err := closePy(); err != nil {
+		b.Fatalf("redis-py client: %v", err)
+	}
+	inside, err := readTimings(pyLog)
+	if err != nil {
+		b.Fatal(err)
+	}
+	outside := samplesOf(vs, samples, "redis-py")
+	if len(inside) != benchWarmup+len(outside) {
+		b.Fatalf("%s: %d cycles timed inside Python, %d by tumbler (and %d warm-up)", pyLog, len(inside), len(outside), benchWarmup)
+	}
+	inside = inside[benchWarmup:]
+	added := make([]time.Duration, len(outside))
+	for i := range outside {
+		added[i] = outside[i] - inside[i]
+	}
+	slices.Sort(inside)
+	slices.Sort(added)
+	b.ReportMetric(float64(inside[len(inside)/2].Nanoseconds()), "redis-py-inside-p50-ns")
+	b.ReportMetric(float64(added[len(added)/2])/2/1e3, "redis-py-same-cycle-us/call")
+}
+
+// benchWarmup is how many cycles each variant runs before the timed rounds.
+const benchWarmup = 50
+
+// samplesOf is the unsorted copy of name's cycles, in the order they ran.
+func samplesOf(vs []benchVariant, samples [][]time.Duration, name string) []time.Duration {
+	for k, v := range vs {
+		if v.name == name {
+			return slices.Clone(samples[k])
+		}
+	}
+	return nil
+}
+
+// readTimings reads a Python client's "timing TYPE NS" log lines
+// (clients/_shared/tumbler_client.py, Timings) into cycles: each
+// acquire's time plus the following release's.
+func readTimings(path string) ([]time.Duration, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []time.Duration
+	var acquire time.Duration = -1
+	for n, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 || f[0] != "timing" {
+			continue
+		}
+		ns, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %q: %w", path, n+1, line, err)
+		}
+		switch {
+		case f[1] == "acquire" && acquire < 0:
+			acquire = time.Duration(ns)
+		case f[1] == "release" && acquire >= 0:
+			out = append(out, acquire+time.Duration(ns))
+			acquire = -1
+		default:
+			return nil, fmt.Errorf("%s:%d: %q out of the acquire, release order", path, n+1, line)
+		}
+	}
+	return out, nil
 }
 
 // benchVariant runs n timed cycles of one lock.
@@ -123,10 +209,11 @@ type benchVariant struct {
 
 // benchLocker is the lock on key that buildClientLocks makes of o for a
 // client that sees the nodes of view.
-func benchLocker(b *testing.B, o variants.Options, view cluster.ClientView, key string) lock.Locker {
+// A client program's stderr goes to log (none: "").
+func benchLocker(b *testing.B, o variants.Options, view cluster.ClientView, key, log string) (lock.Locker, func() error) {
 	b.Helper()
 	raw, err := json.Marshal(ClientLock{Lock: variants.Spec{Options: o, TTL: benchTTL}, View: view,
-		ReadTimeout: time.Second, Keys: []string{key}})
+		ReadTimeout: time.Second, Keys: []string{key}, ClientLog: log})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -134,9 +221,10 @@ func benchLocker(b *testing.B, o variants.Options, view cluster.ClientView, key 
 	if err != nil {
 		b.Fatalf("build %s: %v", key, err)
 	}
-	if closeFn != nil {
-		b.Cleanup(func() { _ = closeFn() })
+	if closeFn == nil {
+		closeFn = func() error { return nil }
 	}
+	b.Cleanup(func() { _ = closeFn() })
 	prim, err := factory(key)
 	if err != nil {
 		b.Fatalf("lock %s: %v", key, err)
@@ -145,7 +233,7 @@ func benchLocker(b *testing.B, o variants.Options, view cluster.ClientView, key 
 	if !ok {
 		b.Fatalf("lock %s is a %T, not a lock.Locker", key, prim)
 	}
-	return l
+	return l, closeFn
 }
 
 // lockCycles times acquire+release cycles of l.
@@ -222,6 +310,49 @@ func pythonCycles(b *testing.B, addr, key string) func(int) ([]time.Duration, er
 				return nil, fmt.Errorf("redispy_cycle.py: %q: %w", line, err)
 			}
 			out[i] = time.Duration(ns)
+		}
+		return out, nil
+	}
+}
+
+// pipeCycles runs testdata/protocol-cost/pipe_echo.py and returns how to
+// time n cycles of two line round trips through it (an acquire's request
+// line and a release's), read as tumbler reads a client's replies: the
+// floor of any exchange of lines between two processes on this machine.
+func pipeCycles(b *testing.B) func(int) ([]time.Duration, error) {
+	b.Helper()
+	cmd := exec.Command("/usr/bin/python3", "-B", filepath.Join("testdata", "protocol-cost", "pipe_echo.py"))
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatalf("start pipe_echo.py: %v", err)
+	}
+	b.Cleanup(func() { stdin.Close(); _ = cmd.Wait() })
+	r := bufio.NewReader(stdout)
+	lines := [][]byte{
+		[]byte(`{"type":"acquire","id":1,"key":"bench:py-pipe","wait_ms":0}` + "\n"),
+		[]byte(`{"type":"release","id":2,"key":"bench:py-pipe","lease":{"token":"echo-1"}}` + "\n"),
+	}
+	return func(n int) ([]time.Duration, error) {
+		out := make([]time.Duration, 0, n)
+		for range n {
+			start := time.Now()
+			for _, l := range lines {
+				if _, err := stdin.Write(l); err != nil {
+					return nil, fmt.Errorf("pipe_echo.py: %w", err)
+				}
+				if _, err := r.ReadBytes('\n'); err != nil {
+					return nil, fmt.Errorf("pipe_echo.py: %w", err)
+				}
+			}
+			out = append(out, time.Since(start))
 		}
 		return out, nil
 	}

@@ -5,6 +5,7 @@ beside each client's program (a manifest's "shared" files)."""
 import json
 import os
 import sys
+import time
 
 import redis
 import redis.sentinel
@@ -66,12 +67,42 @@ class Session:
             log("ignored while at step %s: %s" % (name, line.strip()))
 
 
+class Timings:
+    """With TIMING_ENV set, how long each call spent in its handler (the
+    library's own work, without the protocol's reading, decoding, encoding
+    and writing around it), logged to stderr as "timing TYPE NS" lines, a
+    batch at a time so that the log's writes fall outside nearly every
+    call. BenchmarkProtocolCost (runner/protocol_bench_test.go) reads them
+    to time the very cycles it times from tumbler's side."""
+
+    BATCH = 64
+
+    def __init__(self):
+        self.on = bool(os.environ.get(TIMING_ENV))
+        self.lines = []
+
+    def add(self, kind, ns):
+        if self.on:
+            self.lines.append("timing %s %d" % (kind, ns))
+            if len(self.lines) >= self.BATCH:
+                self.flush()
+
+    def flush(self):
+        if self.lines:
+            sys.stderr.write("\n".join(self.lines) + "\n")
+            sys.stderr.flush()
+            self.lines = []
+
+
+TIMING_ENV = "TUMBLER_CLIENT_TIMING"
+
+
 def serve(open_client):
     """Serves requests until stdin closes. open_client(init, session)
     returns a handler with .library and .handle(request) → reply; handle
     raises Fail when the call certainly had no effect, anything else is an
     unknown outcome (info)."""
-    session, handler = Session(), None
+    session, handler, timings = Session(), None, Timings()
     for line in iter(sys.stdin.readline, ""):
         req = json.loads(line)
         try:
@@ -83,7 +114,9 @@ def serve(open_client):
             elif handler is None:
                 rep = {"type": "fail", "error": "no init before %s" % req["type"]}
             else:
+                start = time.perf_counter_ns()
                 rep = handler.handle(req)
+                timings.add(req["type"], time.perf_counter_ns() - start)
         except Fail as e:
             rep = {"type": "fail", "error": str(e)}
         except Exception as e:  # init: it cannot run; a call: unknown outcome
@@ -94,6 +127,7 @@ def serve(open_client):
         session.send(rep)
     # The daemon threads a library may run (tooz's heart) end with us;
     # leases still held are not released: tumbler records no such release.
+    timings.flush()
     sys.stdout.flush()
     os._exit(0)
 
