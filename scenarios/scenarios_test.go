@@ -1,10 +1,15 @@
 package scenarios
 
 import (
+	"errors"
+	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tumbler-dev/tumbler/checker"
 )
 
 // TestCatalogValid: every row parses, validates, and is named in the
@@ -43,7 +48,10 @@ func TestGetUnknownListsNames(t *testing.T) {
 }
 
 // TestReadmeListsTheCatalog: the README's catalog table has a line for
-// every row, and names no row the catalog lacks.
+// every row, and names no row the catalog lacks; its last column, hunts,
+// agrees with the row: a valid row has none ("—"), an invalid row with no
+// faults has no fault kinds to hunt with, and an invalid row with faults
+// gives "found/hunts" with at least 4 of every 5 hunts finding it.
 func TestReadmeListsTheCatalog(t *testing.T) {
 	b, err := os.ReadFile("../README.md")
 	if err != nil {
@@ -54,20 +62,58 @@ func TestReadmeListsTheCatalog(t *testing.T) {
 		t.Fatal("the README has no section \"The catalog\"")
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
-	var listed []string
+	hunts := map[string]string{}
 	for _, line := range strings.Split(section, "\n") {
 		if name, ok := strings.CutPrefix(line, "| `"); ok {
 			if i := strings.Index(name, "` |"); i > 0 {
-				listed = append(listed, name[:i])
+				cells := strings.Split(strings.TrimSuffix(line, " |"), " | ")
+				hunts[name[:i]] = cells[len(cells)-1]
 			}
 		}
 	}
 	for _, n := range Names() {
-		if !slices.Contains(listed, n) {
+		cell, ok := hunts[n]
+		if !ok {
 			t.Errorf("catalog row %s has no line in the README's catalog table", n)
+			continue
+		}
+		if err := checkHuntsCell(mustGet(t, n), cell); err != nil {
+			t.Errorf("README, catalog row %s: hunts %q: %v", n, cell, err)
 		}
 	}
-	for _, n := range Missing(listed...) {
+	for _, n := range Missing(slices.Collect(maps.Keys(hunts))...) {
 		t.Errorf("the README's catalog table names %s, which is no catalog row", n)
 	}
+}
+
+func mustGet(t *testing.T, name string) Scenario {
+	t.Helper()
+	s, err := Get(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// checkHuntsCell says what is wrong with the README's hunts cell of s.
+func checkHuntsCell(s Scenario, cell string) error {
+	switch {
+	case s.Expect.Verdict != checker.Invalid:
+		if cell != "—" {
+			return fmt.Errorf("a %s row has no hunts: want —", s.Expect.Verdict)
+		}
+	case len(s.Plan.Faults) == 0:
+		if cell != "no faults to draw" {
+			return errors.New("an invalid row without faults: want \"no faults to draw\"")
+		}
+	default:
+		var found, of int
+		if _, err := fmt.Sscanf(cell, "%d/%d", &found, &of); err != nil || fmt.Sprintf("%d/%d", found, of) != cell {
+			return errors.New("want found/hunts, such as 5/5")
+		}
+		if of < 5 || found > of || 5*found < 4*of {
+			return fmt.Errorf("want at least 5 hunts with 4 of every 5 finding the row's anomaly")
+		}
+	}
+	return nil
 }
