@@ -271,23 +271,8 @@ func pythonCycles(b *testing.B, addr, key string) func(int) ([]time.Duration, er
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = clock.Close() })
-	cmd := exec.Command("/usr/bin/python3", "-B", filepath.Join("testdata", "protocol-cost", "redispy_cycle.py"),
-		addr, key, strconv.FormatInt(benchTTL.Milliseconds(), 10), "1000")
-	cmd.Env = append(os.Environ(), "LD_PRELOAD="+shim, clockshim.Env+"="+clockFile)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatalf("start redispy_cycle.py: %v", err)
-	}
-	b.Cleanup(func() { stdin.Close(); _ = cmd.Wait() })
-	r := bufio.NewReader(stdout)
+	stdin, r := startPython(b, []string{"LD_PRELOAD=" + shim, clockshim.Env + "=" + clockFile},
+		"redispy_cycle.py", addr, key, strconv.FormatInt(benchTTL.Milliseconds(), 10), "1000")
 	return func(n int) ([]time.Duration, error) {
 		if _, err := fmt.Fprintln(stdin, n); err != nil {
 			return nil, fmt.Errorf("redispy_cycle.py: %w", err)
@@ -317,25 +302,11 @@ func pythonCycles(b *testing.B, addr, key string) func(int) ([]time.Duration, er
 
 // pipeCycles runs testdata/protocol-cost/pipe_echo.py and returns how to
 // time n cycles of two line round trips through it (an acquire's request
-// line and a release's), read as tumbler reads a client's replies: the
-// floor of any exchange of lines between two processes on this machine.
+// line and a release's), read with a plain buffered reader: the floor of
+// any exchange of lines between two processes on this machine.
 func pipeCycles(b *testing.B) func(int) ([]time.Duration, error) {
 	b.Helper()
-	cmd := exec.Command("/usr/bin/python3", "-B", filepath.Join("testdata", "protocol-cost", "pipe_echo.py"))
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatalf("start pipe_echo.py: %v", err)
-	}
-	b.Cleanup(func() { stdin.Close(); _ = cmd.Wait() })
-	r := bufio.NewReader(stdout)
+	stdin, r := startPython(b, nil, "pipe_echo.py")
 	lines := [][]byte{
 		[]byte(`{"type":"acquire","id":1,"key":"bench:py-pipe","wait_ms":0}` + "\n"),
 		[]byte(`{"type":"release","id":2,"key":"bench:py-pipe","lease":{"token":"echo-1"}}` + "\n"),
@@ -356,4 +327,27 @@ func pipeCycles(b *testing.B) func(int) ([]time.Duration, error) {
 		}
 		return out, nil
 	}
+}
+
+// startPython starts testdata/protocol-cost/SCRIPT with args and env added
+// to the environment, stops it when the benchmark ends, and returns its
+// stdin and its stdout.
+func startPython(b *testing.B, env []string, script string, args ...string) (io.WriteCloser, *bufio.Reader) {
+	b.Helper()
+	cmd := exec.Command("/usr/bin/python3", append([]string{"-B", filepath.Join("testdata", "protocol-cost", script)}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatalf("start %s: %v", script, err)
+	}
+	b.Cleanup(func() { stdin.Close(); _ = cmd.Wait() })
+	return stdin, bufio.NewReader(stdout)
 }
