@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -186,5 +187,22 @@ func TestHuntRefuses(t *testing.T) {
 	}
 	if len(seen) != 0 {
 		t.Errorf("bad input ran %d attempts", len(seen))
+	}
+}
+
+// TestHeadlineTellsCutReplaysFromFailedOnes: a first find whose replays
+// were cut short is not said to have failed to replay.
+func TestHeadlineTellsCutReplaysFromFailedOnes(t *testing.T) {
+	s := &Summary{Replays: 2, Need: 1, First: 0, Replayed: 1, Attempts: []Attempt{
+		{Seed: 1, Found: true, Replays: &Replays{Need: 1, Interrupted: true}},
+		{Seed: 2, Found: true, Replays: &Replays{Need: 1, Replayed: 1, Alike: 1}},
+	}}
+	h := s.Headline()
+	if !strings.Contains(h, "whose replays were cut short") || strings.Contains(h, "did not replay") {
+		t.Errorf("headline %q, want its replays said to be cut short", h)
+	}
+	s.Attempts[0].Replays = &Replays{Need: 1, Replayed: 2}
+	if h := s.Headline(); !strings.Contains(h, "which did not replay (failed alike in 0 of 2 replays") {
+		t.Errorf("headline %q, want it said not to replay", h)
 	}
 }

@@ -68,7 +68,10 @@ func (s *Summary) Headline() string {
 	if s.Replays == 0 || s.Replayed == s.First {
 		return h
 	}
-	if a.Replays != nil {
+	switch {
+	case a.Replays != nil && a.Replays.Interrupted:
+		h += ", whose replays were cut short (" + a.Replays.String() + ")"
+	case a.Replays != nil:
 		h += ", which did not replay (" + a.Replays.String() + ")"
 	}
 	if r, ok := s.ToShrink(); ok {

@@ -451,6 +451,8 @@ func (a *app) printReplays(s *hunt.Summary) {
 			verdict = "replays: the find shrunk"
 		case at.Replays.Reproduced():
 			verdict = "replays too"
+		case at.Replays.Interrupted:
+			verdict = "was not replayed to the end: kept, not shrunk"
 		}
 		a.con.printf("  seed %d's find %s (%s); plan %s\n", at.Seed, verdict, at.Replays, filepath.Join(s.Dir, at.Plan))
 	}
