@@ -103,8 +103,9 @@ type Reach struct {
 	Note string `json:"note"`
 }
 
-// Result is one window's coverage in a run.
-type Result struct {
+// Heading is a window as a run's coverage and a hunt's tally list it: its
+// name, label and reason, and whether it counts under their setup.
+type Heading struct {
 	Name   string `json:"name"`
 	Label  string `json:"label"`
 	Reason string `json:"reason"`
@@ -113,6 +114,21 @@ type Result struct {
 	// Either makes it not count (Counts).
 	NotApplicable string `json:"not_applicable,omitempty"`
 	OutOfReach    string `json:"out_of_reach,omitempty"`
+}
+
+// Counts reports whether the window counts (it applies, and its faults can
+// reach it).
+func (h Heading) Counts() bool { return h.NotApplicable == "" && h.OutOfReach == "" }
+
+// heading is w's Heading under setup s.
+func (w Window) heading(s Setup) Heading {
+	return Heading{Name: w.Name, Label: w.Label, Reason: w.Reason,
+		NotApplicable: w.Applies(s), OutOfReach: w.OutOfReach(s.Kinds)}
+}
+
+// Result is one window's coverage in a run.
+type Result struct {
+	Heading
 	// Reached is how often the run was in the window; Reaches lists the
 	// first MaxReaches of them, First is the first one's start (-1: never).
 	Reached int     `json:"reached"`
@@ -122,10 +138,6 @@ type Result struct {
 	// after it, or names one of its faults.
 	AnomalyFollowed bool `json:"anomaly_followed,omitempty"`
 }
-
-// Counts reports whether the window counts for the run: it applies and
-// its faults can reach it.
-func (r Result) Counts() bool { return r.NotApplicable == "" && r.OutOfReach == "" }
 
 // Run is a run's coverage, coverage.json.
 type Run struct {
@@ -167,8 +179,7 @@ func Judge(in Input) *Run {
 	v := newView(in)
 	out := &Run{Windows: []Result{}}
 	for _, w := range Windows() {
-		r := Result{Name: w.Name, Label: w.Label, Reason: w.Reason, First: -1,
-			NotApplicable: w.Applies(in.Setup), OutOfReach: w.OutOfReach(in.Setup.Kinds)}
+		r := Result{Heading: w.heading(in.Setup), First: -1}
 		if r.NotApplicable == "" {
 			reaches := w.judge(v)
 			slices.SortStableFunc(reaches, func(a, b Reach) int { return int(a.From - b.From) })

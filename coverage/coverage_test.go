@@ -376,7 +376,7 @@ func TestWeightPrefersWindowsReachedLeast(t *testing.T) {
 	// Once restart-empty was reached often, the scene weighs less.
 	before := tl.Weight(restartEmpty, s)
 	for range 5 {
-		tl.Add(&Run{Windows: []Result{{Name: RestartEmpty, Reached: 1}}})
+		tl.Add(&Run{Windows: []Result{{Heading: Heading{Name: RestartEmpty}, Reached: 1}}})
 	}
 	if after := tl.Weight(restartEmpty, s); after >= before {
 		t.Fatalf("weight %v after 5 reaches, %v before", after, before)
@@ -389,9 +389,9 @@ func TestWeightPrefersWindowsReachedLeast(t *testing.T) {
 
 func TestTallyMerge(t *testing.T) {
 	a, b := NewTally(one), NewTally(one)
-	a.Add(&Run{Windows: []Result{{Name: RestartEmpty, Reached: 2, AnomalyFollowed: true}}})
-	b.Add(&Run{Windows: []Result{{Name: RestartEmpty, Reached: 1}}})
-	b.Add(&Run{Windows: []Result{{Name: RestartEmpty}}})
+	a.Add(&Run{Windows: []Result{{Heading: Heading{Name: RestartEmpty}, Reached: 2, AnomalyFollowed: true}}})
+	b.Add(&Run{Windows: []Result{{Heading: Heading{Name: RestartEmpty}, Reached: 1}}})
+	b.Add(&Run{Windows: []Result{{Heading: Heading{Name: RestartEmpty}}}})
 	a.Merge(b)
 	i := slices.IndexFunc(a.Windows, func(c Count) bool { return c.Name == RestartEmpty })
 	if c := a.Windows[i]; a.Runs != 3 || c.Reached != 3 || c.Runs != 2 || c.Followed != 1 {

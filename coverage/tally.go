@@ -15,12 +15,8 @@ type Tally struct {
 
 // Count is one window over many runs.
 type Count struct {
-	Name   string `json:"name"`
-	Label  string `json:"label"`
-	Reason string `json:"reason"`
-	// NotApplicable and OutOfReach as in Result (from the first run).
-	NotApplicable string `json:"not_applicable,omitempty"`
-	OutOfReach    string `json:"out_of_reach,omitempty"`
+	// Heading as in Result (from the first run).
+	Heading
 	// Reached counts the reaches in all runs; Runs the runs that reached
 	// it; Followed the runs in which an anomaly followed a reach.
 	Reached  int `json:"reached"`
@@ -28,17 +24,12 @@ type Count struct {
 	Followed int `json:"anomaly_followed"`
 }
 
-// Counts reports whether the window counts (it applies, and its faults can
-// reach it).
-func (c Count) Counts() bool { return c.NotApplicable == "" && c.OutOfReach == "" }
-
 // NewTally is an empty tally of the windows for setup: each window listed,
 // none reached.
 func NewTally(s Setup) *Tally {
 	t := &Tally{Windows: []Count{}}
 	for _, w := range Windows() {
-		t.Windows = append(t.Windows, Count{Name: w.Name, Label: w.Label, Reason: w.Reason,
-			NotApplicable: w.Applies(s), OutOfReach: w.OutOfReach(s.Kinds)})
+		t.Windows = append(t.Windows, Count{Heading: w.heading(s)})
 	}
 	return t
 }
@@ -52,8 +43,7 @@ func (t *Tally) Add(r *Run) {
 	for _, w := range r.Windows {
 		i := slices.IndexFunc(t.Windows, func(c Count) bool { return c.Name == w.Name })
 		if i < 0 {
-			t.Windows = append(t.Windows, Count{Name: w.Name, Label: w.Label, Reason: w.Reason,
-				NotApplicable: w.NotApplicable, OutOfReach: w.OutOfReach})
+			t.Windows = append(t.Windows, Count{Heading: w.Heading})
 			i = len(t.Windows) - 1
 		}
 		c := &t.Windows[i]

@@ -26,8 +26,7 @@ func reaching(template runner.Plan, d runner.Draw, reach func(seed int64) map[st
 		}
 		cov := &coverage.Run{}
 		for _, c := range newTally(template, d).Windows {
-			cov.Windows = append(cov.Windows, coverage.Result{Name: c.Name, Label: c.Label,
-				NotApplicable: c.NotApplicable, OutOfReach: c.OutOfReach, Reached: reach(p.Seed)[c.Name]})
+			cov.Windows = append(cov.Windows, coverage.Result{Heading: c.Heading, Reached: reach(p.Seed)[c.Name]})
 		}
 		res := &checker.Result{Verdict: checker.Valid}
 		return &runner.Outcome{Dir: dir, Plan: p, Result: res, Coverage: cov, Judgement: outcome.Judgement{Verdict: res.Verdict}}, nil

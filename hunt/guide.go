@@ -26,7 +26,7 @@ func guided(template runner.Plan, draw runner.Draw) Drawer {
 		for _, a := range finished {
 			r := &coverage.Run{}
 			for name, n := range a.Reached {
-				r.Windows = append(r.Windows, coverage.Result{Name: name, Reached: n})
+				r.Windows = append(r.Windows, coverage.Result{Heading: coverage.Heading{Name: name}, Reached: n})
 			}
 			t.Add(r)
 		}
