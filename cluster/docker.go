@@ -6,12 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/tumbler-dev/tumbler/internal/clockshim"
 	"io"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/access"
 	"github.com/tumbler-dev/tumbler/cluster/image"
+	"github.com/tumbler-dev/tumbler/internal/clockshim"
 )
 
 // DockerOptions configure a DockerProvider.
@@ -558,10 +560,7 @@ func (d *DockerProvider) Close() error {
 		return nil
 	}
 	d.closed = true
-	ctrs := make([]*dctr, 0, len(d.ctrs))
-	for _, c := range d.ctrs {
-		ctrs = append(ctrs, c)
-	}
+	ctrs := slices.Collect(maps.Values(d.ctrs))
 	d.mu.Unlock()
 	for _, c := range ctrs {
 		c.mu.Lock() // wait for a Start in progress: its container must go too

@@ -5,11 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/tumbler-dev/tumbler/internal/clockshim"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tumbler-dev/tumbler/access"
+	"github.com/tumbler-dev/tumbler/internal/clockshim"
 )
 
 // ProcessProvider runs redis-server and redis-sentinel (or Valkey's, see
@@ -426,10 +428,7 @@ func (p *ProcessProvider) Close() error {
 		return nil
 	}
 	p.closed = true
-	procs := make([]*proc, 0, len(p.procs))
-	for _, pr := range p.procs {
-		procs = append(procs, pr)
-	}
+	procs := slices.Collect(maps.Values(p.procs))
 	p.mu.Unlock()
 
 	// SIGKILL everything first, then wait, so Close takes one process's
