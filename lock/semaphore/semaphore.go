@@ -87,41 +87,56 @@ func check(client redis.UniversalClient, key string, permits int) error {
 	return nil
 }
 
-// Semaphore is Redisson's RSemaphore on one key.
-type Semaphore struct {
+// permitKey is what both semaphores are: a count of free permits on one
+// key, set up once with TrySetPermits.
+type permitKey struct {
 	client  redis.UniversalClient
 	key     string
 	permits int
 	cfg     lock.Options
 }
 
-// New returns the RSemaphore on key, to be set up with permits permits.
-// Retry: TryOnce makes one attempt; otherwise Acquire waits for releases
-// until ctx ends.
-func New(client redis.UniversalClient, key string, permits int, opts ...lock.Option) (*Semaphore, error) {
+// newPermitKey checks the settings and applies the options.
+func newPermitKey(client redis.UniversalClient, key string, permits int, opts []lock.Option) (permitKey, error) {
 	if err := check(client, key, permits); err != nil {
-		return nil, err
+		return permitKey{}, err
 	}
-	s := &Semaphore{client: client, key: key, permits: permits, cfg: lock.DefaultOptions()}
-	if err := lock.Apply(&s.cfg, opts); err != nil {
-		return nil, fmt.Errorf("semaphore: %w", err)
+	pk := permitKey{client: client, key: key, permits: permits, cfg: lock.DefaultOptions()}
+	if err := lock.Apply(&pk.cfg, opts); err != nil {
+		return permitKey{}, fmt.Errorf("semaphore: %w", err)
 	}
-	return s, nil
+	return pk, nil
 }
 
 // Key is the key holding the free permits.
-func (s *Semaphore) Key() string { return s.key }
+func (s *permitKey) Key() string { return s.key }
 
 // Permits is how many permits the semaphore is set up with.
-func (s *Semaphore) Permits() int { return s.permits }
+func (s *permitKey) Permits() int { return s.permits }
 
 // TrySetPermits sets the count to Permits unless the key exists.
-func (s *Semaphore) TrySetPermits(ctx context.Context) (bool, error) {
+func (s *permitKey) TrySetPermits(ctx context.Context) (bool, error) {
 	n, err := trySetScript.Run(ctx, s.client, []string{s.key, Channel(s.key)}, s.permits).Int64()
 	if err != nil {
 		return false, lock.Classify(err, lock.ErrNotObtained)
 	}
 	return n == 1, nil
+}
+
+// Semaphore is Redisson's RSemaphore on one key.
+type Semaphore struct {
+	permitKey
+}
+
+// New returns the RSemaphore on key, to be set up with permits permits.
+// Retry: TryOnce makes one attempt; otherwise Acquire waits for releases
+// until ctx ends.
+func New(client redis.UniversalClient, key string, permits int, opts ...lock.Option) (*Semaphore, error) {
+	pk, err := newPermitKey(client, key, permits, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Semaphore{pk}, nil
 }
 
 // Available is the number of free permits (0 when the key is missing).
@@ -235,42 +250,21 @@ return 0;
 // Expirable is Redisson's RPermitExpirableSemaphore on one key: each permit
 // is acquired with a lease of the TTL.
 type Expirable struct {
-	client  redis.UniversalClient
-	key     string
-	permits int
-	ttl     time.Duration
-	cfg     lock.Options
+	permitKey
+	ttl time.Duration
 }
 
 // NewExpirable returns the permit-expirable semaphore on key with permits
 // permits, each acquired for ttl.
 func NewExpirable(client redis.UniversalClient, key string, permits int, ttl time.Duration, opts ...lock.Option) (*Expirable, error) {
-	if err := check(client, key, permits); err != nil {
+	pk, err := newPermitKey(client, key, permits, opts)
+	if err != nil {
 		return nil, err
 	}
 	if err := lock.CheckKeyTTL(key, ttl); err != nil {
 		return nil, fmt.Errorf("semaphore: %w", err)
 	}
-	s := &Expirable{client: client, key: key, permits: permits, ttl: ttl, cfg: lock.DefaultOptions()}
-	if err := lock.Apply(&s.cfg, opts); err != nil {
-		return nil, fmt.Errorf("semaphore: %w", err)
-	}
-	return s, nil
-}
-
-// Key is the key holding the free permits.
-func (s *Expirable) Key() string { return s.key }
-
-// Permits is how many permits the semaphore is set up with.
-func (s *Expirable) Permits() int { return s.permits }
-
-// TrySetPermits sets the count to Permits unless the key exists.
-func (s *Expirable) TrySetPermits(ctx context.Context) (bool, error) {
-	n, err := trySetScript.Run(ctx, s.client, []string{s.key, Channel(s.key)}, s.permits).Int64()
-	if err != nil {
-		return false, lock.Classify(err, lock.ErrNotObtained)
-	}
-	return n == 1, nil
+	return &Expirable{permitKey: pk, ttl: ttl}, nil
 }
 
 func (s *Expirable) now() int64 { return s.cfg.WallClock().UnixMilli() }
