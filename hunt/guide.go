@@ -18,10 +18,15 @@ const DefaultGuided = false
 // finished so far reached (Attempt.Reached). Attempt N's schedule so
 // depends on the attempts before it that had finished when it was drawn;
 // its plan is saved (plans/seed-N.json) and replays exactly like any
-// other.
+// other. Guidance needs evidence: an attempt drawn before any had
+// finished (the first, or the first wave of --parallel N) is drawn
+// unweighed, the same plan an unguided hunt draws for its seed.
 func guided(template runner.Plan, draw runner.Draw) Drawer {
 	setup := template.CoverageSetup(draw.Kinds)
 	return func(seed int64, finished []Attempt) (runner.Plan, error) {
+		if len(finished) == 0 {
+			return template.WithDrawnFaults(seed, draw)
+		}
 		t := coverage.NewTally(setup)
 		for _, a := range finished {
 			r := &coverage.Run{}
