@@ -12,6 +12,7 @@
 //
 //	go run ./scripts/huntguided                       # the nightly measurement
 //	go run ./scripts/huntguided --hunts 3 --other-hunts 1 --budget 3m --other-budget 1m
+//	go run ./scripts/huntguided --parts rows --rows latch-failover --first-hunt 9 --hunts 16  # hunts 9–24
 package main
 
 import (
@@ -56,12 +57,20 @@ func main() {
 	hunts := flag.Int("hunts", 3, "first seeds per row (1001, 2001, …)")
 	otherHunts := flag.Int("other-hunts", 2, "first seeds per other configuration")
 	parts := flag.String("parts", "rows,others", "which parts to measure")
+	only := flag.String("rows", strings.Join(rows, ","), "which rows to hunt (with --parts rows)")
+	firstHunt := flag.Int("first-hunt", 1, "the first hunt's number h (first seed h*1000+1), to add hunts to an earlier measurement")
 	flag.Parse()
-	m := &measure{bin: *bin, out: *out}
+	if *firstHunt < 1 {
+		fail(fmt.Errorf("--first-hunt %d: the first hunt is 1 or more", *firstHunt))
+	}
+	m := &measure{bin: *bin, out: *out, first: *firstHunt}
 	want := strings.Split(*parts, ",")
 	var lines []string
 	if slices.Contains(want, "rows") {
-		for _, row := range rows {
+		for _, row := range strings.Split(*only, ",") {
+			if !slices.Contains(rows, row) {
+				fail(fmt.Errorf("--rows: %q is not one of the measured rows (%s)", row, strings.Join(rows, ", ")))
+			}
 			lines = append(lines, m.compare(row, "`--like "+row+"`", []string{"--like", row, "--budget", budget.String()}, *hunts, false)...)
 		}
 	}
@@ -78,7 +87,10 @@ func main() {
 	fmt.Print(table)
 }
 
-type measure struct{ bin, out string }
+type measure struct {
+	bin, out string
+	first    int // the first hunt's number
+}
 
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "huntguided:", err)
@@ -91,7 +103,7 @@ func fail(err error) {
 func (m *measure) compare(name, label string, args []string, n int, safe bool) []string {
 	var lines []string
 	sums := map[bool][]*hunt.Summary{}
-	for h := 1; h <= n; h++ {
+	for h := m.first; h < m.first+n; h++ {
 		for _, guided := range []bool{false, true} {
 			sums[guided] = append(sums[guided], m.hunt(name, h, guided, args))
 		}
