@@ -81,6 +81,7 @@ func main() {
 		}
 	}
 	table := "| configuration | generator | hunts | found | median time to first find | seeds tried | windows reached (of those that count) |\n|---|---|---|---|---|---|---|\n" + strings.Join(lines, "\n") + "\n"
+	table += "\n" + spreadHeader + strings.Join(m.spreads, "\n") + "\n"
 	if err := os.WriteFile(filepath.Join(*out, "table.md"), []byte(table), 0o644); err != nil {
 		fail(err)
 	}
@@ -89,7 +90,8 @@ func main() {
 
 type measure struct {
 	bin, out string
-	first    int // the first hunt's number
+	first    int      // the first hunt's number
+	spreads  []string // the second table's lines, two per configuration
 }
 
 func fail(err error) {
@@ -115,6 +117,7 @@ func (m *measure) compare(name, label string, args []string, n int, safe bool) [
 		}
 		lines = append(lines, row(label, gen, sums[guided], safe))
 	}
+	m.spreads = append(m.spreads, spread(label, sums[false], sums[true], safe))
 	return lines
 }
 

@@ -29,3 +29,33 @@ func TestRowMedian(t *testing.T) {
 		t.Errorf("with a miss: %s", got)
 	}
 }
+
+// TestSpread: every hunt's time is listed, a hunt that found nothing
+// counts in the median as later than any find, and p compares guided with
+// today's (small when every guided hunt is faster, 1 when they are alike).
+func TestSpread(t *testing.T) {
+	found := func(d time.Duration) *hunt.Summary {
+		return &hunt.Summary{First: 0, TimeToFirst: d, Tried: 1, Attempts: []hunt.Attempt{{}}}
+	}
+	none := &hunt.Summary{First: -1, Tried: 2}
+	today := []*hunt.Summary{found(40 * time.Second), none, none}
+	guided := []*hunt.Summary{found(10 * time.Second), found(20 * time.Second), none}
+	want := "| c | today's | 40.0, —, — s | — | — |\n| c | guided | 10.0, 20.0, — s | 20.0 s | 0.40 |"
+	if got := spread("c", today, guided, false); got != want {
+		t.Errorf("spread:\n%s\nwant\n%s", got, want)
+	}
+	if got := spread("c", guided, guided, true); got != "| c | today's | 10.0, 20.0, — s | 20.0 s | — |\n| c | guided | 10.0, 20.0, — s | 20.0 s | — |" {
+		t.Errorf("safe: %s", got)
+	}
+	var slow, fast []float64
+	for i := range 8 {
+		slow = append(slow, float64(100+i))
+		fast = append(fast, float64(10+i))
+	}
+	if p := rankSumP(slow, fast); p > 0.001 {
+		t.Errorf("p of eight slower against eight faster = %.4f, want < 0.001 (exact: 2/12870)", p)
+	}
+	if p := rankSumP(slow, slow); p != 1 {
+		t.Errorf("p of identical samples = %.4f, want 1", p)
+	}
+}
