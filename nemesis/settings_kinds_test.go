@@ -137,7 +137,7 @@ func TestSettingsKindsDraw(t *testing.T) {
 		if counts["leased"]*2 < total {
 			t.Errorf("%s: %d of %d steps aimed at the lease; want most", topo, counts["leased"], total)
 		}
-		if counts["reply-loss"] == 0 || counts["refuse-writes"] == 0 {
+		if counts["memory"] == 0 || counts["reply-loss"] == 0 || counts["refuse-writes"] == 0 {
 			t.Errorf("%s: a kind never drawn: %v", topo, counts)
 		}
 		if demotable(o.Topology) == nil && counts["refuse readonly"] == 0 {
