@@ -72,12 +72,16 @@ const (
 	// LatchStuck: the count reached zero, yet a waiter gave up waiting long
 	// after (latch-liveness).
 	LatchStuck Kind = "latch-stuck"
+	// RefusedWhileFree: the lock refused an acquire as held by another
+	// owner while no lease could hold the key: a command ran that its
+	// client was told had not (refusals).
+	RefusedWhileFree Kind = "refused-while-free"
 )
 
 // AnomalyKinds lists every anomaly kind, in the order above.
 var AnomalyKinds = []Kind{
 	DoubleGrant, NotLinearizable, TokenReuse, TokenOrder, StaleWrite, LostUpdate, Unavailable,
-	WriterOverlap, UnfairGrant, PermitsExceeded, LatchEarly, LatchStuck,
+	WriterOverlap, UnfairGrant, PermitsExceeded, LatchEarly, LatchStuck, RefusedWhileFree,
 }
 
 // Warning kinds: noted, not anomalies.

@@ -152,16 +152,16 @@ func TestSkip(t *testing.T) {
 // applies; Check lists every checker, running those that apply and listing
 // the others as skipped with a reason a person can read.
 func TestComposedByTheSubject(t *testing.T) {
-	lock := []string{MutualExclusion, Linearizability, StaleWrites, Liveness}
+	lock := []string{MutualExclusion, Linearizability, StaleWrites, Liveness, Refusals}
 	for _, c := range []struct {
 		s   Subject
 		run []string
 	}{
 		{Subject{}, lock},
-		{Subject{Shape: ShapeLock, Reentrant: true}, lock},
-		{Subject{Fenced: true}, []string{MutualExclusion, Linearizability, Fencing, StaleWrites, Liveness}},
-		{Subject{Counter: true}, []string{MutualExclusion, Linearizability, StaleWrites, LostUpdates, Liveness}},
-		{Subject{Fair: true}, []string{MutualExclusion, Linearizability, StaleWrites, Liveness, Fairness}},
+		{Subject{Shape: ShapeLock, Reentrant: true}, lock[:4]},
+		{Subject{Fenced: true}, []string{MutualExclusion, Linearizability, Fencing, StaleWrites, Liveness, Refusals}},
+		{Subject{Counter: true}, []string{MutualExclusion, Linearizability, StaleWrites, LostUpdates, Liveness, Refusals}},
+		{Subject{Fair: true}, []string{MutualExclusion, Linearizability, StaleWrites, Liveness, Refusals, Fairness}},
 		{Subject{Shape: ShapeReadWrite}, []string{StaleWrites, Liveness, ReadersWriters}},
 		{Subject{Shape: ShapeSemaphore, Permits: 2, Counter: true}, []string{LostUpdates, Liveness, Semaphore}},
 		{Subject{Shape: ShapeLatch}, []string{Latch, LatchLiveness}},

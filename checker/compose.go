@@ -23,6 +23,8 @@ const (
 	Semaphore      = "semaphore"
 	Latch          = "latch"
 	LatchLiveness  = "latch-liveness"
+	// Refusals judges acquires refused as held (history.Op.Held).
+	Refusals = "refusals"
 )
 
 // Shape is what the clients of a history hold.
@@ -119,6 +121,7 @@ var checkers = []Checker{
 	{StaleWrites, "no write was accepted after its writer's lease ended while another client held the lock", heldByOwners, checkStaleWrites},
 	{LostUpdates, "the counter lost no acknowledged increment", counter, checkLostUpdates},
 	{Liveness, "nobody was kept from a free lock for more than k×TTL while no fault was active", acquired, checkLiveness},
+	{Refusals, "no acquire was refused as held while no lease could hold the key", heldAloneOnce, checkRefusals},
 	{ReadersWriters, "a writer held the read-write lock alone", shaped(ShapeReadWrite, "not a read-write lock (Subject.Shape)"), checkReadersWriters},
 	{Fairness, "the fair lock granted in queue order", fair, checkFairness},
 	{Semaphore, "no more clients held the semaphore at once than it has permits", shaped(ShapeSemaphore, "not a semaphore (Subject.Shape)"), checkSemaphore},
@@ -145,6 +148,15 @@ func heldAlone(s Subject) string {
 func heldByOwners(s Subject) string {
 	if s.Shape == ShapeReadWrite {
 		return ""
+	}
+	return heldAlone(s)
+}
+
+// heldAloneOnce: one client holds the lock at a time, and a hold does
+// not nest (a reentrant owner's refusals are the owner's own business).
+func heldAloneOnce(s Subject) string {
+	if s.Reentrant {
+		return "a reentrant lock: an owner's nested holds share one key"
 	}
 	return heldAlone(s)
 }

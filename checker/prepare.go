@@ -27,6 +27,7 @@ type call struct {
 	token  int64
 	vu     int64
 	err    string
+	held   bool   // a failed acquire refused as held (history.Op.Held)
 	lease  int32  // calls index of the acquire this op acts under, -1 if none
 	mode   string // a read-write lock's mode (history.Op.Mode)
 }

@@ -89,7 +89,7 @@ func (pr *pairer) add(o *history.Op) (int32, error) {
 	if o.ValidUntil != 0 {
 		c.vu = o.ValidUntil
 	}
-	c.err = o.Error
+	c.err, c.held = o.Error, o.Held
 	if c.f == history.Acquire && c.typ == history.OK {
 		if c.vu == 0 {
 			return -1, &HistoryError{o.Index, o.Summary() + " has no valid_until"}

@@ -50,6 +50,9 @@ func appendOp(b []byte, o *Op) []byte {
 		b = append(b, `,"error":`...)
 		b = appendString(b, o.Error)
 	}
+	if o.Held {
+		b = append(b, `,"held":true`...)
+	}
 	if f := o.Fault; f != nil {
 		b = append(b, `,"fault":{"id":`...)
 		b = appendString(b, f.ID)

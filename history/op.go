@@ -124,6 +124,10 @@ type Op struct {
 	// on the harness host's monotonic clock.
 	Time  int64  `json:"time"`
 	Error string `json:"error,omitempty"`
+	// Held is on a failed acquire the lock refused because another owner
+	// held the key (lock.ErrHeld: its SET NX answered "not set"), a claim
+	// the refusals checker holds it to.
+	Held bool `json:"held,omitempty"`
 	// Fault describes a nemesis operation (nil for client operations).
 	Fault *Fault `json:"fault,omitempty"`
 }

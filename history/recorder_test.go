@@ -26,6 +26,7 @@ func sampleOps() []Op {
 		{Index: 5, Process: NemesisProcess, Type: Info, F: Start, Time: 62_500, Fault: &Fault{ID: "f3", Kind: "step-pause", Targets: []string{"client:0"}, Desc: "arm", Arms: true}},
 		{Index: 6, Process: 1, Client: 1, Type: Fail, F: Write, Key: "k\"<&>\\\n\t\b\f\r\x01\x7f", Value: "é\u2028\u2029\xff\xfe€", Time: 63_000, Error: "ü"},
 		{Index: 7, Process: 2, Client: 2, Type: OK, F: Acquire, Key: "k", Value: "owner-2", Mode: ModeRead, ValidUntil: 5, Time: 64_000},
+		{Index: 8, Process: 3, Client: 3, Type: Fail, F: Acquire, Key: "k", Time: 65_000, Error: "lock not obtained: held by another owner", Held: true},
 	}
 }
 

@@ -34,6 +34,9 @@ func (o Op) Validate() error {
 	case o.Process < NemesisProcess:
 		return fmt.Errorf("process %d is neither a client (≥ 0) nor the nemesis", o.Process)
 	}
+	if o.Held && (o.Type != Fail || o.F != Acquire) {
+		return fmt.Errorf(`"held" on a %s %s: only a failed acquire is refused as held`, o.Type, o.F)
+	}
 	if o.Mode != "" && o.Mode != ModeRead && o.Mode != ModeWrite {
 		return fmt.Errorf("unknown mode %q (want read or write)", o.Mode)
 	}

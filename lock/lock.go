@@ -13,6 +13,7 @@ package lock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -21,6 +22,12 @@ var (
 	// ErrNotObtained means the lock is definitely not held by the caller:
 	// another owner holds it, no quorum answered, or validity ran out.
 	ErrNotObtained = errors.New("lock not obtained")
+	// ErrHeld is the ErrNotObtained of a lock that found the key held by
+	// another owner (its SET NX answered "not set"): a claim that some
+	// lease held the key during the call, which a history records
+	// (history.Op.Held) and the refusals checker holds it to. A lock whose
+	// refusal can mean something else (no quorum) returns ErrNotObtained.
+	ErrHeld = fmt.Errorf("%w: held by another owner", ErrNotObtained)
 	// ErrNotHeld means a release or extend found the lease no longer held
 	// by its owner (expired, or taken by someone else).
 	ErrNotHeld = errors.New("lock not held")

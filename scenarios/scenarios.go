@@ -100,7 +100,7 @@ var tableOrder = []string{
 	"cluster-failover", "cluster-failover-wait",
 	"redis-py-failover", "redis-py-gc-pause", "redis-py-no-timeout-crash", "redis-py-release-reply-lost",
 	"symfony-redisstore-failover", "symfony-combined-restart-empty", "laravel-lock-failover",
-	"lock-key-evicted", "noeviction-oom", "refused-writes-release", "retried-commands-reply-loss", "reentrant-retried-release",
+	"lock-key-evicted", "noeviction-oom", "refused-writes-release", "retried-commands-reply-loss", "retried-setnx-reply-loss", "reentrant-retried-release",
 }
 
 // All returns every catalog row in the catalog's order.

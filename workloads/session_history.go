@@ -41,6 +41,7 @@ func (s *session) complete(inv history.Op, err error) {
 	op.Type, op.Time = outcome(err), s.clock.Now()
 	if err != nil {
 		op.Error = err.Error()
+		op.Held = op.F == history.Acquire && op.Type == history.Fail && errors.Is(err, lock.ErrHeld)
 	}
 	s.out.record(op)
 }

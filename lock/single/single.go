@@ -219,7 +219,7 @@ func (l *Lock) tryAcquire(ctx context.Context) (lock.Lease, error) {
 	token, err := l.set(ctx, conn, l.key, value, l.ttl)
 	if err != nil {
 		if errors.Is(err, redis.Nil) {
-			return lock.Lease{}, fmt.Errorf("%w: %q is held by another owner", lock.ErrNotObtained, l.key)
+			return lock.Lease{}, fmt.Errorf("%w: %q", lock.ErrHeld, l.key)
 		}
 		return lock.Lease{}, lock.Classify(err, lock.ErrNotObtained)
 	}
