@@ -1,16 +1,32 @@
 package hunt
 
 import (
+	"errors"
+
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/coverage"
 	"github.com/tumbler-dev/tumbler/nemesis"
 	"github.com/tumbler-dev/tumbler/runner"
+	"github.com/tumbler-dev/tumbler/scenarios/matrix"
 )
 
 // DefaultGuided is whether a hunt guides its schedules unless told
 // (hunt --guided); docs/measurements.md, "Guided hunts", has the figures
 // it was chosen from.
 const DefaultGuided = false
+
+// GuidedShard refuses a guided hunt that is one shard of a larger one: a
+// guided attempt is weighed by the attempts of its own hunt that had
+// ended, and a shard has only its own, so it cannot draw the plans one
+// guided hunt over all the seeds draws, and its merge would not be that
+// hunt. Nil when shard is nil or guided false; callers wrap the error as
+// bad input (runner.ErrPlan), naming what they were given.
+func GuidedShard(shard *matrix.Shard, guided bool) error {
+	if shard == nil || !guided {
+		return nil
+	}
+	return errors.New("a guided hunt cannot be split into shards: a guided shard weighs only its own attempts, so it cannot draw the plans one guided hunt over all the seeds draws; run the guided hunt whole, or shard an unguided one")
+}
 
 // guided is a guided hunt's Drawer: the template with a schedule drawn
 // from draw for the seed, each scene weighed (runner.Draw.Prefer) by

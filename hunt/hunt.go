@@ -379,6 +379,9 @@ func (o Options) validate(draw runner.Draw) error {
 			return fmt.Errorf("%w: %w", runner.ErrPlan, err)
 		}
 	}
+	if err := GuidedShard(o.Shard, o.Guided); err != nil {
+		return fmt.Errorf("%w: guided, shard %s: %w", runner.ErrPlan, o.Shard, err)
+	}
 	for _, k := range o.Want {
 		if !slices.Contains(checker.AnomalyKinds, k) {
 			return fmt.Errorf("%w: anomaly kind %q unknown (valid: %v)", runner.ErrPlan, k, checker.AnomalyKinds)

@@ -14,6 +14,7 @@ import (
 	"github.com/tumbler-dev/tumbler/nemesis"
 	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/runner"
+	"github.com/tumbler-dev/tumbler/scenarios/matrix"
 )
 
 func tmpl(t *testing.T) runner.Plan {
@@ -184,6 +185,13 @@ func TestHuntRefuses(t *testing.T) {
 		if _, err := Run(context.Background(), tmpl(t), c.d, c.o); !errors.Is(err, outcome.ErrInput) {
 			t.Errorf("%s: %v, want bad input", name, err)
 		}
+	}
+	// A guided shard weighs only its own attempts: refused before anything
+	// runs, naming the shard and why.
+	_, err := Run(context.Background(), tmpl(t), draw, Options{Name: "h", Parallel: 1, Budget: time.Minute, Run: run, Store: t.TempDir(),
+		Guided: true, Shard: &matrix.Shard{Index: 1, Count: 2}})
+	if !errors.Is(err, outcome.ErrInput) || !strings.Contains(err.Error(), "shard 1/2") || !strings.Contains(err.Error(), "weighs only its own attempts") {
+		t.Errorf("a guided shard: %v, want bad input naming the shard and why", err)
 	}
 	if len(seen) != 0 {
 		t.Errorf("bad input ran %d attempts", len(seen))

@@ -43,8 +43,9 @@ func Load(dir string) (*Summary, error) {
 // index.html, every attempt in seed order with its plan and report linked
 // where the shard keeps them, the first find and the first that replayed
 // over all shards, and the shards' reasons to stop. Shards of different
-// hunts (another template, draw, wanted kinds, seeds or replays), a shard
-// given twice and a missing shard are refused (bad input, naming them).
+// hunts (another template, draw, wanted kinds, seeds, replays or
+// guidance), a shard given twice and a missing shard are refused (bad
+// input, naming them).
 func Merge(out string, dirs ...string) (*Summary, error) {
 	if len(dirs) == 0 {
 		return nil, outcome.Input(errors.New("hunt merge: give the shards' hunt directories"))
@@ -134,6 +135,7 @@ func fitTogether(shards []*Summary) error {
 			{"template", first.Template, s.Template}, {"draw", first.Draw, s.Draw}, {"want", first.Want, s.Want},
 			{"after_fault_start", first.After, s.After}, {"first_seed", first.FirstSeed, s.FirstSeed},
 			{"max_seeds", first.MaxSeeds, s.MaxSeeds}, {"replays", first.Replays, s.Replays}, {"need", first.Need, s.Need},
+			{"guided", first.Guided, s.Guided},
 		} {
 			if diff := differs(c.a, c.b); diff != "" {
 				return fmt.Errorf("%s and %s are not shards of one hunt: their %s differs (%s)", first.Dir, s.Dir, c.what, diff)

@@ -304,10 +304,24 @@ func TestMergeShards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A shard of the same hunt but guided (as an older tumbler could make
+	// one: hunt --shard refuses --guided now): its hunt.json says so.
+	guided, err := Load(dirs[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	guided.Guided, guided.Dir = true, filepath.Join(root, "guided")
+	if err := os.MkdirAll(guided.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := guided.Write(); err != nil {
+		t.Fatal(err)
+	}
 	for name, c := range map[string]struct {
 		dirs []string
 		want []string
 	}{
+		"guided":   {[]string{dirs[0], dirs[1], guided.Dir}, []string{"not shards of one hunt", "guided differs", "false vs true", guided.Dir}},
 		"missing":  {dirs[:2], []string{"shard 3/3 missing"}},
 		"twice":    {[]string{dirs[0], dirs[1], dirs[1]}, []string{"shard 2/3 given twice"}},
 		"template": {[]string{dirs[0], dirs[1], odd.Dir}, []string{"template differs", "workload"}},

@@ -125,7 +125,7 @@ func (a *app) huntCmd() *cobra.Command {
 	fs.Int64Var(&h.firstSeed, "first-seed", 1, "the first seed tried; each attempt takes the next")
 	fs.IntVar(&h.seeds, "seeds", 0, "try at most this many seeds, --first-seed on (0: as many as the budget allows)")
 	fs.IntVar(&h.parallel, "parallel", runner.DefaultParallel, "run this many attempts at once, each on its own cluster and ports")
-	fs.StringVar(&h.shard, "shard", "", "be part i of n (i/n) of one hunt: try seeds first+i-1, first+i-1+n, … (join the shards with \"hunt merge\")")
+	fs.StringVar(&h.shard, "shard", "", "be part i of n (i/n) of one hunt: try seeds first+i-1, first+i-1+n, … (join the shards with \"hunt merge\"; not with --guided)")
 	fs.StringSliceVar(&h.want, "want", nil, "anomaly kinds that count as a find (default: any; --like: the row's)")
 	fs.BoolVar(&h.keepGoing, "keep-going", false, "go on after a find until the budget is spent")
 	fs.BoolVar(&h.noShrink, "no-shrink", false, "do not shrink the first find")
@@ -147,7 +147,7 @@ func (a *app) hunt(cmd *cobra.Command, h *huntFlags) error {
 	if err != nil {
 		return failed(err)
 	}
-	if err := h.cov.check(); err != nil {
+	if err := h.cov.check(shard); err != nil {
 		return failed(err)
 	}
 	so, err := h.sf.options(cmd, "shrink-budget")
@@ -211,8 +211,8 @@ several runners (each holds hunt.json; store/hunts/latest is the last hunt of a
 store) into one hunt.json and index.html in --out: every attempt in seed
 order, linked to its plan and report where its shard keeps them, and the
 first find over all shards. Shards of different hunts (another
-configuration, fault kinds, wanted kinds, seeds or replays), a shard given
-twice and a missing shard are refused.
+configuration, fault kinds, wanted kinds, seeds, replays or --guided), a
+shard given twice and a missing shard are refused.
 
 Exit codes as hunt: 1 a shard found an anomaly of a wanted kind, 0 none did,
 2 a shard was interrupted (or an attempt unknown), 255 a shard's harness kept

@@ -142,6 +142,8 @@ func TestBadArguments(t *testing.T) {
 		{[]string{"hunt", "--budget", "1m", "--nemesis", "kill", "--parallel", "0"}, []string{"--parallel", "at least 1"}},
 		{[]string{"hunt", "--budget", "1m", "--nemesis", "kill", "--shard", "3/2"}, []string{"--shard", "3/2", "i/n"}},
 		{[]string{"hunt", "--budget", "1m", "--nemesis", "kill", "--shard", "two"}, []string{"--shard", "two"}},
+		{[]string{"hunt", "--budget", "1m", "--nemesis", "kill", "--shard", "1/2", "--guided"}, []string{"--guided", "--shard 1/2", "weighs only its own attempts"}},
+		{[]string{"hunt", "--budget", "1m", "--like", "redlock-restart-empty", "--guided", "--shard", "2/3"}, []string{"--guided", "--shard 2/3"}},
 		{[]string{"hunt", "merge", "--out", t.TempDir()}, []string{"give the shards"}},
 		{[]string{"hunt", "merge", t.TempDir()}, []string{"no hunt here"}},
 		{[]string{"matrix", "--parallel", "0"}, []string{"--parallel", "at least 1"}},

@@ -10,9 +10,15 @@
 // It is resumable: each hunt's JSON is written under --out as it ends and
 // not run again. It runs bin/tumbler (go build -o bin/tumbler ./cmd/tumbler).
 //
-//	go run ./scripts/huntguided                       # the nightly measurement
+// --jobs prints the measurement split into jobs that can each run on a
+// runner of their own (one per row, one for the other configurations), as
+// JSON: .github/workflows/nightly.yml's weekly "guided" job runs one per
+// runner, with --hunts 30.
+//
+//	go run ./scripts/huntguided                       # every part, three first seeds per row
 //	go run ./scripts/huntguided --hunts 3 --other-hunts 1 --budget 3m --other-budget 1m
 //	go run ./scripts/huntguided --parts rows --rows latch-failover --first-hunt 9 --hunts 16  # hunts 9–24
+//	go run ./scripts/huntguided --jobs                # [{"name":"latch-failover","args":"--parts rows --rows latch-failover"}, …]
 package main
 
 import (
@@ -59,7 +65,16 @@ func main() {
 	parts := flag.String("parts", "rows,others", "which parts to measure")
 	only := flag.String("rows", strings.Join(rows, ","), "which rows to hunt (with --parts rows)")
 	firstHunt := flag.Int("first-hunt", 1, "the first hunt's number h (first seed h*1000+1), to add hunts to an earlier measurement")
+	list := flag.Bool("jobs", false, "print the measurement's parts, each a job for a runner of its own (their flags), as JSON, and exit")
 	flag.Parse()
+	if *list {
+		b, err := json.Marshal(jobs())
+		if err != nil {
+			fail(err)
+		}
+		fmt.Println(string(b))
+		return
+	}
 	if *firstHunt < 1 {
 		fail(fmt.Errorf("--first-hunt %d: the first hunt is 1 or more", *firstHunt))
 	}
@@ -86,6 +101,23 @@ func main() {
 		fail(err)
 	}
 	fmt.Print(table)
+}
+
+// job is one part of the measurement that can run on a runner of its own:
+// its name and the flags that select it.
+type job struct {
+	Name string `json:"name"`
+	Args string `json:"args"`
+}
+
+// jobs splits the measurement: one job per row, one for the other
+// configurations.
+func jobs() []job {
+	var out []job
+	for _, r := range rows {
+		out = append(out, job{Name: r, Args: "--parts rows --rows " + r})
+	}
+	return append(out, job{Name: "others", Args: "--parts others"})
 }
 
 type measure struct {

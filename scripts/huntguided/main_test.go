@@ -15,6 +15,23 @@ func TestRowsInCatalog(t *testing.T) {
 	}
 }
 
+// TestJobs: the jobs cover every row once, each alone, and the other
+// configurations in one more.
+func TestJobs(t *testing.T) {
+	js := jobs()
+	if len(js) != len(rows)+1 {
+		t.Fatalf("%d jobs for %d rows: %+v", len(js), len(rows), js)
+	}
+	for i, r := range rows {
+		if js[i].Name != r || js[i].Args != "--parts rows --rows "+r {
+			t.Errorf("job %d: %+v, want row %s alone", i, js[i], r)
+		}
+	}
+	if last := js[len(js)-1]; last.Name != "others" || last.Args != "--parts others" {
+		t.Errorf("last job: %+v, want the other configurations", last)
+	}
+}
+
 // TestRowMedian: the median is over the hunts that found, and says so when
 // some did not; a safe configuration that found something is not quiet.
 func TestRowMedian(t *testing.T) {
