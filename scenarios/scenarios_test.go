@@ -62,15 +62,17 @@ func TestReadmeListsTheCatalog(t *testing.T) {
 		t.Fatal("the README has no section \"The catalog\"")
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
-	hunts := map[string]string{}
+	hunts, seeds := map[string]string{}, map[string]string{}
 	for _, line := range strings.Split(section, "\n") {
 		if name, ok := strings.CutPrefix(line, "| `"); ok {
 			if i := strings.Index(name, "` |"); i > 0 {
 				cells := strings.Split(strings.TrimSuffix(line, " |"), " | ")
 				hunts[name[:i]] = cells[len(cells)-1]
+				seeds[name[:i]] = cells[len(cells)-2]
 			}
 		}
 	}
+	measured := catalogSeeds(t)
 	for _, n := range Names() {
 		cell, ok := hunts[n]
 		if !ok {
@@ -80,10 +82,38 @@ func TestReadmeListsTheCatalog(t *testing.T) {
 		if err := checkHuntsCell(mustGet(t, n), cell); err != nil {
 			t.Errorf("README, catalog row %s: hunts %q: %v", n, cell, err)
 		}
+		if seeds[n] != measured[n] || !strings.HasSuffix(seeds[n], "/10") {
+			t.Errorf("README, catalog row %s: seeds 1–10 %q, docs/catalog.md measured %q", n, seeds[n], measured[n])
+		}
 	}
 	for _, n := range Missing(slices.Collect(maps.Keys(hunts))...) {
 		t.Errorf("the README's catalog table names %s, which is no catalog row", n)
 	}
+}
+
+// catalogSeeds reads docs/catalog.md's "seeds 1–10" column, by row: the
+// README's column repeats it.
+func catalogSeeds(t *testing.T) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile("../docs/catalog.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	col, out := -1, map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		cells := strings.Split(strings.TrimSuffix(line, " |"), " | ")
+		switch {
+		case strings.HasPrefix(line, "| row |"):
+			col = slices.Index(cells, "seeds 1–10")
+		case col > 0 && strings.HasPrefix(line, "| `") && len(cells) > col:
+			name, _, _ := strings.Cut(strings.TrimPrefix(cells[0], "| `"), "`")
+			out[name] = cells[col]
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("docs/catalog.md: no seeds 1–10 column read")
+	}
+	return out
 }
 
 func mustGet(t *testing.T, name string) Scenario {
