@@ -37,7 +37,10 @@ type Config struct {
 	// Grace is added to a call's own budget to bound its reply (0:
 	// DefaultGrace).
 	Grace time.Duration
-	// InitTimeout bounds the reply to init (0: 10 s).
+	// InitTimeout bounds the reply to init (0: 30 s: an interpreter that
+	// imports a framework, such as tooz's oslo libraries, took 5.6 s on a
+	// 2-core host under a load of 10, and a test suite's parallel packages
+	// load it more).
 	InitTimeout time.Duration
 	// ClockShim is the path of the clock shim library (clockshim.Build);
 	// "" runs the program without it (no client clock faults).
@@ -95,7 +98,7 @@ func Start(cfg Config) (*Process, error) {
 		cfg.Grace = DefaultGrace(cfg.Init)
 	}
 	if cfg.InitTimeout <= 0 {
-		cfg.InitTimeout = 10 * time.Second
+		cfg.InitTimeout = 30 * time.Second
 	}
 	cfg.Init.Type = TypeInit
 	p := &Process{cfg: cfg, leases: map[string]Lease{}, tail: &tail{}}
