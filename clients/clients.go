@@ -66,7 +66,8 @@ type Manifest struct {
 	ACL []string `json:"acl,omitempty"`
 	// Steps it reports, where step faults can stop it.
 	Steps []Step `json:"steps,omitempty"`
-	// Options it takes (lock.client.options), each with one line of doc.
+	// Options it takes (lock.client.options), each with one line of doc:
+	// a plan that gives it any other is refused (Spec.Manifest).
 	Options map[string]string `json:"options,omitempty"`
 	// Conform is what the conformance checks (package lock/conform, `tumbler
 	// conform`) must know of the library.
@@ -287,7 +288,8 @@ func (s Spec) Validate() error {
 }
 
 // Manifest is the shipped client's manifest, or one made of a command's
-// fields.
+// fields. A shipped client's options must be among those its manifest
+// lists (the error is a field error of "options").
 func (s Spec) Manifest() (Manifest, error) {
 	var opts map[string]json.RawMessage
 	if len(s.Options) > 0 {
