@@ -15,7 +15,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/tumbler-dev/tumbler/lock/conform"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -26,6 +25,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/tumbler-dev/tumbler/internal/field"
+	"github.com/tumbler-dev/tumbler/lock/conform"
 )
 
 //go:embed */*
@@ -64,7 +66,8 @@ type Manifest struct {
 	ACL []string `json:"acl,omitempty"`
 	// Steps it reports, where step faults can stop it.
 	Steps []Step `json:"steps,omitempty"`
-	// Options it takes (lock.client.options), each with one line of doc.
+	// Options it takes (lock.client.options), each with one line of doc:
+	// a plan that gives it any other is refused (Spec.Manifest).
 	Options map[string]string `json:"options,omitempty"`
 	// Conform is what the conformance checks (package lock/conform, `tumbler
 	// conform`) must know of the library.
@@ -285,12 +288,13 @@ func (s Spec) Validate() error {
 }
 
 // Manifest is the shipped client's manifest, or one made of a command's
-// fields.
+// fields. A shipped client's options must be among those its manifest
+// lists (the error is a field error of "options").
 func (s Spec) Manifest() (Manifest, error) {
+	var opts map[string]json.RawMessage
 	if len(s.Options) > 0 {
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(s.Options, &m); err != nil {
-			return Manifest{}, fmt.Errorf("options must be a JSON object: %w", err)
+		if err := json.Unmarshal(s.Options, &opts); err != nil {
+			return Manifest{}, field.Errorf("options", "%v must be a JSON object: %w", field.Self, err)
 		}
 	}
 	switch {
@@ -301,8 +305,14 @@ func (s Spec) Manifest() (Manifest, error) {
 			return Manifest{}, fmt.Errorf("client %s: kind, fencing, all_nodes and steps come from its manifest", s.Name)
 		}
 		m, err := Lookup(s.Name)
+		if err != nil {
+			return Manifest{}, err
+		}
+		if err := m.checkOptions(opts); err != nil {
+			return Manifest{}, err
+		}
 		m.Env = append(m.Env, s.Env...)
-		return m, err
+		return m, nil
 	case len(s.Command) == 0 || s.Command[0] == "":
 		return Manifest{}, fmt.Errorf("needs a name (shipped: %s) or a command", strings.Join(Names(), ", "))
 	}
@@ -315,4 +325,34 @@ func (s Spec) Manifest() (Manifest, error) {
 		return Manifest{}, fmt.Errorf("kind %q unknown (valid: lock, read-write, semaphore, latch)", s.Kind)
 	}
 	return m, nil
+}
+
+// checkOptions refuses the options a shipped client's manifest does not
+// list (Options; none listed: it takes none), naming each and the ones it
+// takes, before anything runs. A program of your own has no manifest: its
+// init refuses what it does not know (clients/PROTOCOL.md).
+func (m Manifest) checkOptions(given map[string]json.RawMessage) error {
+	var unknown []string
+	for name := range given {
+		if _, ok := m.Options[name]; !ok {
+			unknown = append(unknown, strconv.Quote(name))
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	sort.Strings(unknown)
+	if len(m.Options) == 0 {
+		return field.Errorf("options", "client %s takes no options (given %s)", m.Name, strings.Join(unknown, ", "))
+	}
+	known := make([]string, 0, len(m.Options))
+	for name := range m.Options {
+		known = append(known, name)
+	}
+	sort.Strings(known)
+	what := "option"
+	if len(unknown) > 1 {
+		what = "options"
+	}
+	return field.Errorf("options", "client %s has no %s %s (its options: %s)", m.Name, what, strings.Join(unknown, ", "), strings.Join(known, ", "))
 }

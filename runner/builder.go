@@ -13,6 +13,7 @@ import (
 	"github.com/tumbler-dev/tumbler/access"
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/lock"
+	"github.com/tumbler-dev/tumbler/lock/protocol"
 	"github.com/tumbler-dev/tumbler/lock/variants"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
@@ -21,7 +22,12 @@ import (
 // ClientLock into the locks that client takes.
 const BuilderName = "tumbler"
 
-func init() { workloads.RegisterBuilder(BuilderName, buildClientLocks) }
+func init() {
+	workloads.RegisterBuilder(BuilderName, buildClientLocks)
+	// A client program's refusal of its init, made in a worker, is bad
+	// input at the harness too (clientInput).
+	workloads.RegisterErrorKind("client-init", protocol.ErrInit)
+}
 
 // ClientLock is what one client needs to build its locks, as JSON so it can
 // travel to a worker process: the lock, and the client's own view of the

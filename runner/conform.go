@@ -82,7 +82,8 @@ const conformContenders = 8
 // properties every lock has, and an unknown outcome for a reply that never
 // came. A check the client's manifest documents as a deviation of its
 // library is reported as such. The error is for what kept the checks from
-// running at all.
+// running at all; a client program that refuses its init (protocol.ErrInit)
+// is bad input (outcome.ErrInput), as in a run.
 func Conform(ctx context.Context, o ConformOptions) (ConformResult, error) {
 	m, err := o.Client.Manifest()
 	if err != nil {
@@ -127,7 +128,11 @@ func Conform(ctx context.Context, o ConformOptions) (ConformResult, error) {
 		Hung: func(err error) bool { var pe *protocol.Error; return errors.As(err, &pe) }}
 	for _, check := range conform.Checks {
 		log.Info("check", "name", check.Name)
-		res.Checks = append(res.Checks, ck.run(ctx, check, target))
+		out, err := ck.run(ctx, check, target)
+		if errors.Is(err, protocol.ErrInit) { // no check can run: bad input, as in a run
+			return res, clientInput(fmt.Errorf("check %s: %w", check.Name, err))
+		}
+		res.Checks = append(res.Checks, out)
 	}
 	res.Library = ck.library
 	b, _ := json.MarshalIndent(res, "", "  ")
@@ -148,7 +153,8 @@ type conformer struct {
 	library string
 }
 
-func (ck *conformer) run(ctx context.Context, check conform.Check, t conform.Target) ConformCheck {
+// run runs one check: its outcome, and the error it failed with.
+func (ck *conformer) run(ctx context.Context, check conform.Check, t conform.Target) (ConformCheck, error) {
 	start := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	err := check.Run(cctx, t, fmt.Sprintf("%sconform:%s", workloads.DefaultKeyPrefix, strings.ToLower(check.Name)))
@@ -164,7 +170,7 @@ func (ck *conformer) run(ctx context.Context, check conform.Check, t conform.Tar
 	case deviates:
 		out.Outcome, out.Detail = ConformUnexpectedPass, "the manifest says: "+why
 	}
-	return out
+	return out, err
 }
 
 // contender starts one more client program on key, over the next client

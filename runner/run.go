@@ -293,7 +293,7 @@ func (r *run) runWorkloadAndNemesis(ctx context.Context, c *cluster.Cluster, pro
 		Clock: r.clock, Recorder: rec, Resource: resource, WorkerLog: workerLog,
 	})
 	if err != nil {
-		return fmt.Errorf("start workload: %w", err)
+		return clientInput(fmt.Errorf("start workload: %w", err))
 	}
 	defer wl.Close()
 
@@ -320,7 +320,7 @@ func (r *run) runWorkloadAndNemesis(ctx context.Context, c *cluster.Cluster, pro
 		r.note("interrupted: the run was cancelled before its time limit; the history holds what was recorded until then")
 	}
 	if werr != nil && !r.interrupted {
-		return fmt.Errorf("workload: %w", werr)
+		return clientInput(fmt.Errorf("workload: %w", werr))
 	}
 	if nerr != nil {
 		// A fault that could not be applied is recorded in the history with

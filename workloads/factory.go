@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -77,4 +78,71 @@ func build(name string, spec json.RawMessage) (Factory, func() error, error) {
 		closeFn = func() error { return nil }
 	}
 	return f, closeFn, nil
+}
+
+// Error kinds cross the worker boundary by name. In process mode a
+// client's locks are built (and its lock client program started) in its
+// worker process, and what reaches the harness of an error there is a
+// message: the kinds registered here that the error is (errors.Is) travel
+// with it, and the harness's error is each of them again, so that, say, a
+// lock client program's refusal of its init (protocol.ErrInit) stays what
+// it was in the worker. Register kinds in an init function, as builders:
+// the worker is the same program and finds them by the same names.
+var errorKinds = struct {
+	sync.RWMutex
+	names []string
+	kinds map[string]error
+}{kinds: map[string]error{}}
+
+// RegisterErrorKind makes errors that are kind (errors.Is) keep it when
+// they cross from a worker process to the harness. Like RegisterBuilder it
+// panics on a nil kind or a duplicate name.
+func RegisterErrorKind(name string, kind error) {
+	if kind == nil {
+		panic("workloads: RegisterErrorKind " + name + " with a nil kind")
+	}
+	errorKinds.Lock()
+	defer errorKinds.Unlock()
+	if _, dup := errorKinds.kinds[name]; dup {
+		panic("workloads: RegisterErrorKind called twice for " + name)
+	}
+	errorKinds.names = append(errorKinds.names, name)
+	errorKinds.kinds[name] = kind
+}
+
+// kindsOf names the registered kinds err is.
+func kindsOf(err error) []string {
+	errorKinds.RLock()
+	defer errorKinds.RUnlock()
+	var out []string
+	for _, name := range errorKinds.names {
+		if errors.Is(err, errorKinds.kinds[name]) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// kindedError is an error a worker reported: its message, and the
+// registered kinds it was (errors.Is holds for each).
+type kindedError struct {
+	msg   string
+	kinds []error
+}
+
+func (e *kindedError) Error() string   { return e.msg }
+func (e *kindedError) Unwrap() []error { return e.kinds }
+
+// workerError is the error a worker reported as msg, of the kinds named
+// (those unknown here are dropped: the worker is this very program).
+func workerError(msg string, kinds []string) error {
+	errorKinds.RLock()
+	defer errorKinds.RUnlock()
+	e := &kindedError{msg: msg}
+	for _, name := range kinds {
+		if k := errorKinds.kinds[name]; k != nil {
+			e.kinds = append(e.kinds, k)
+		}
+	}
+	return e
 }

@@ -23,7 +23,7 @@ const crashExit = 3
 
 // message is one JSON line between the harness and a worker. Worker →
 // harness (on the worker's fd 3): Op, Req (+ID), Fired (+Crash), Crash,
-// Fatal, Done. Harness → worker (on its stdin): first a workerInit line,
+// Fatal (+Kinds), Done. Harness → worker (on its stdin): first a workerInit line,
 // then Resp (+ID), Offset, Drift, Arm, Resumed, Stop.
 //
 // An armed pause is a handshake: the worker sends Fired and blocks until
@@ -42,6 +42,7 @@ type message struct {
 	Stop    bool             `json:"stop,omitempty"`
 	Crash   string           `json:"crash,omitempty"`
 	Fatal   string           `json:"fatal,omitempty"`
+	Kinds   []string         `json:"kinds,omitempty"` // Fatal's (RegisterErrorKind)
 	Done    bool             `json:"done,omitempty"`
 }
 
@@ -73,9 +74,10 @@ type worker struct {
 	killed   chan struct{} // closed by kill
 
 	mu    sync.Mutex
-	crash string // why it said it crashed
-	fatal string // why it said it could not run
-	done  bool   // it said its session ended normally
+	crash string   // why it said it crashed
+	fatal string   // why it said it could not run
+	kinds []string // the kinds of its fatal error (RegisterErrorKind)
+	done  bool     // it said its session ended normally
 }
 
 // runWorker runs one session in a worker process and reports whether it
@@ -101,12 +103,12 @@ func (c *Client) runWorker(proc history.Process) (bool, error) {
 	c.mu.Unlock()
 
 	wk.mu.Lock()
-	crashMsg, fatal, done := wk.crash, wk.fatal, wk.done
+	crashMsg, fatal, kinds, done := wk.crash, wk.fatal, wk.kinds, wk.done
 	wk.mu.Unlock()
 	switch {
 	case fatal != "":
 		log.end("worker failed: "+fatal, false)
-		return false, fmt.Errorf("client %d: worker: %s", c.id, fatal)
+		return false, fmt.Errorf("client %d: worker: %w", c.id, workerError(fatal, kinds))
 	case readErr != nil:
 		log.end("worker broke the protocol", true)
 		return false, fmt.Errorf("client %d: worker protocol: %w", c.id, readErr)
@@ -239,7 +241,7 @@ func (c *Client) serve(wk *worker, log *procLog) error {
 			wk.mu.Unlock()
 		case m.Fatal != "":
 			wk.mu.Lock()
-			wk.fatal = m.Fatal
+			wk.fatal, wk.kinds = m.Fatal, m.Kinds
 			wk.mu.Unlock()
 		case m.Done:
 			wk.mu.Lock()

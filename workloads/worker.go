@@ -42,7 +42,7 @@ func workerMain() int {
 	}
 	var init workerInit
 	if err := json.Unmarshal(line, &init); err != nil {
-		ws.fatal(fmt.Sprintf("bad worker config: %v", err))
+		ws.fatal(fmt.Errorf("bad worker config: %w", err))
 		return 1
 	}
 	if os.Getppid() != init.ParentPid {
@@ -50,7 +50,7 @@ func workerMain() int {
 	}
 	cfg := init.Config
 	if err := cfg.Validate(); err != nil {
-		ws.fatal(err.Error())
+		ws.fatal(err)
 		return 1
 	}
 	cfg = cfg.withDefaults()
@@ -59,7 +59,7 @@ func workerMain() int {
 	}
 	f, closeFn, err := build(cfg.Lock.Builder, cfg.spec(init.Client))
 	if err != nil {
-		ws.fatal(err.Error())
+		ws.fatal(err)
 		return 1
 	}
 	defer closeFn()
@@ -76,7 +76,7 @@ func workerMain() int {
 	crashes.Store(init.Crashes)
 	s := newSession(cfg, init.Client, init.Process, history.ClockFrom(init.ClockStart), &wall, ws, f, init.Deadline, &ops, &crashes)
 	if err := s.run(ctx); err != nil {
-		ws.fatal(err.Error())
+		ws.fatal(err)
 		return 1
 	}
 	ws.send(message{Done: true})
@@ -113,7 +113,9 @@ func (w *workerSink) send(m message) {
 	}
 }
 
-func (w *workerSink) fatal(msg string) { w.send(message{Fatal: msg}) }
+// fatal reports why the session cannot run, with the registered kinds the
+// error is (RegisterErrorKind), which the harness's error keeps.
+func (w *workerSink) fatal(err error) { w.send(message{Fatal: err.Error(), Kinds: kindsOf(err)}) }
 
 func (w *workerSink) record(op history.Op) { w.send(message{Op: &op}) }
 

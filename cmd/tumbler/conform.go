@@ -37,8 +37,9 @@ shown as "deviation" with the reason; one that fails otherwise is FAIL. The
 clients' logs and conform.json are kept under --store/conform/.
 
 Exit codes: 0 every check passed or deviated as documented, 1 a check
-failed (or a documented deviation did not show), 254 bad arguments, 255 the
-harness failed.`,
+failed (or a documented deviation did not show), 254 bad arguments (an
+option the client's manifest does not list, or a client that refuses its
+init), 255 the harness failed.`,
 		Example: `  tumbler conform --client redis-py
   tumbler conform --client redis-py --client-option timeout=null
   tumbler conform --client-cmd "python3 my_client.py"`,

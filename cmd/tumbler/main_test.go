@@ -152,6 +152,9 @@ func TestBadArguments(t *testing.T) {
 		{[]string{"shrink", t.TempDir()}, []string{"not a stored run"}},
 		{[]string{"shrink", t.TempDir(), "--replays", "2", "--need", "3"}, []string{"need 3", "replays"}},
 		{[]string{"frobnicate"}, []string{"unknown command", "frobnicate"}},
+		// An option a shipped client's manifest does not list, refused before anything runs.
+		{[]string{"plan", "--lock", "client:redis-py", "--client-option", "bogus=1"}, []string{"--client-option", `no option "bogus"`, "redis-py", "blocking_timeout, sleep, thread_local, timeout"}},
+		{[]string{"conform", "--client", "redis-py", "--client-option", "bogus=1"}, []string{`no option "bogus"`, "redis-py", "blocking_timeout, sleep, thread_local, timeout"}},
 	} {
 		code, _, stderr := cli(t, c.args...)
 		if code != outcome.ExitBadInput {

@@ -121,6 +121,15 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 		{[]string{"--lock", "rwlock", "--read-fraction", "1.5"}, false, []string{"--read-fraction = 1.5"}},
 		{[]string{"--topology", "replicated:1", "--discovery", "sentinel"}, false, []string{"--discovery sentinel needs a topology with Sentinels"}},
 		{[]string{"--lock", "latch", "--workload", "mutex"}, false, []string{"--workload \"latch\""}},
+		// A shipped client's manifest lists its options: any other is
+		// refused before anything runs, naming it, the client and the
+		// options it takes.
+		{[]string{"--lock", "client:redis-py", "--client-option", "bogus=1"}, false,
+			[]string{`--client-option: client redis-py has no option "bogus" (its options: blocking_timeout, sleep, thread_local, timeout)`}},
+		{[]string{"--lock", "client:redis-py", "--client-option", "sleep=0.1", "--client-option", "zz=1", "--client-option", "bogus=1"}, false,
+			[]string{`client redis-py has no options "bogus", "zz"`}},
+		{[]string{"--lock", "client:reference", "--client-option", "bogus=1"}, false,
+			[]string{`--client-option: client reference takes no options (given "bogus")`}},
 		// An explicit zero is no request for the default.
 		{[]string{"--clients", "0"}, false, []string{"--clients: 0: want 1 to 10000 clients (omit it for 4)"}},
 		{[]string{"--ttl", "0s"}, false, []string{"--ttl: 0: want at least 1ms (omit it for 1s)"}},
@@ -140,6 +149,16 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 		}
 		if strings.Contains(err.Error(), "\n") || strings.Contains(err.Error(), "workload.") || strings.Contains(err.Error(), "lock.") {
 			t.Errorf("%q: %q: want one line naming flags, not plan paths", c.args, err)
+		}
+	}
+	// The options a manifest lists pass; a program of your own has no
+	// manifest, so its init is what refuses an option it does not know.
+	for _, args := range [][]string{
+		{"--lock", "client:redis-py", "--client-option", "timeout=null", "--client-option", "blocking_timeout=2"},
+		{"--client-cmd", "python3 my_client.py", "--client-option", "bogus=1"},
+	} {
+		if _, err := flagPlan(args...); err != nil {
+			t.Errorf("%q: %v, want it accepted", args, err)
 		}
 	}
 	// What only the plan as a whole can tell still wraps ErrPlan.

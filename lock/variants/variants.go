@@ -432,7 +432,7 @@ func (o Options) programInfo(info Info) (Info, error) {
 	}
 	m, err := o.Client.Manifest()
 	if err != nil {
-		return info, field.Errorf("client", "%w", err)
+		return info, field.Within("client", err)
 	}
 	info.Kind, info.AllNodes, info.Tokens = Kind(m.Kind), m.AllNodes, m.Fencing
 	if info.Doc = m.Doc; m.Doc == "" {
