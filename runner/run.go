@@ -206,12 +206,9 @@ func (r *run) execute(ctx context.Context) (err error) {
 func (r *run) startCluster(ctx context.Context, provider cluster.Provider, acc *access.Config) (*cluster.Cluster, error) {
 	p := r.plan
 	r.log.Info("starting cluster", "topology", p.Topology.String(), "provider", p.Provider, "access", acc.String())
-	c, err := cluster.Start(ctx, cluster.Spec{
-		Topology: p.Topology, Clients: p.Workload.Clients, Persistence: p.Persistence,
-		Clock: p.nemesisPlan().NeedsNodeClock(), Dir: filepath.Join(r.dir, "cluster"), Provider: provider,
-		APIAddr: r.opts.ToxiproxyAPI, Access: acc, ClientACL: p.clientACL(),
-		Server: p.Server, NodeArgs: p.nodeArgs(), DownAfter: p.span(p.SentinelDownAfter),
-	})
+	spec := p.clusterSpec(acc)
+	spec.Dir, spec.Provider, spec.APIAddr, spec.ClientACL = filepath.Join(r.dir, "cluster"), provider, r.opts.ToxiproxyAPI, p.clientACL()
+	c, err := cluster.Start(ctx, spec)
 	if err != nil {
 		return nil, accessErr(fmt.Errorf("start cluster %s: %w", p.Topology, err))
 	}

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tumbler-dev/tumbler/access"
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/internal/field"
 )
 
 // Discovery and node settings are checked before anything starts, and a
@@ -40,6 +42,12 @@ func TestPlanTargetChecks(t *testing.T) {
 		{"external of another topology", func(p *Plan) {
 			p.Provider, p.External, p.Topology, p.Lock.Discovery = "external", ext, sentinels, DiscoveryFixed
 		}, "needs topology replicated:1+sentinels"},
+		{"TLS to a Redis Cluster", func(p *Plan) {
+			p.Topology, p.Access = cluster.Topology{Kind: cluster.RedisCluster, N: 3}, &access.Config{TLS: &access.TLS{}}
+		}, "access.tls: TLS to a Redis Cluster (topology cluster:3) is not supported yet"},
+		{"TLS to a Redis Cluster on docker", func(p *Plan) {
+			p.Provider, p.Topology, p.Access = "docker", cluster.Topology{Kind: cluster.RedisCluster, N: 3}, &access.Config{TLS: &access.TLS{}}
+		}, "access.tls: TLS to a Redis Cluster"},
 	} {
 		p := basePlan(t, "checks")
 		c.edit(&p)
@@ -56,6 +64,33 @@ func TestPlanTargetChecks(t *testing.T) {
 	}
 	if args := p.nodeArgs(); strings.Join(args, " ") != "--min-replicas-to-write 1" {
 		t.Errorf("node args %q", args)
+	}
+	p = basePlan(t, "cluster")
+	p.Topology = cluster.Topology{Kind: cluster.RedisCluster, N: 3}
+	p.Access = &access.Config{Client: access.Credentials{User: "locks", Password: access.Secret{Env: "LOCKS_PASSWORD"}}}
+	if err := Runnable(p); err != nil {
+		t.Errorf("a Redis Cluster with an ACL user and no TLS: %v", err)
+	}
+}
+
+// A plan whose topology's kind cannot run it (TLS to a Redis Cluster) is
+// refused by Validate, naming the field, and by Run before anything
+// starts: no run directory.
+func TestTopologyKindRefusesUpFront(t *testing.T) {
+	p := basePlan(t, "cluster-tls")
+	p.Topology, p.Access = cluster.Topology{Kind: cluster.RedisCluster, N: 1}, &access.Config{TLS: &access.TLS{}}
+	err := p.Validate()
+	var fe *field.Error
+	if !errors.Is(err, ErrPlan) || !errors.As(err, &fe) || fe.Path != "access.tls" {
+		t.Fatalf("Validate: %v, want ErrPlan naming access.tls", err)
+	}
+	store := t.TempDir()
+	out, err := Run(t.Context(), p, Options{Store: store})
+	if !errors.Is(err, ErrPlan) || out != nil || !strings.Contains(err.Error(), "access.tls: TLS to a Redis Cluster") {
+		t.Fatalf("Run: %v (outcome %v)", err, out)
+	}
+	if entries, _ := os.ReadDir(store); len(entries) != 0 {
+		t.Errorf("the refused run left %d entries in the store", len(entries))
 	}
 }
 

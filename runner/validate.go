@@ -33,7 +33,8 @@ func (p Plan) validate() error {
 }
 
 // validateWhere checks where the plan runs: topology, provider, server,
-// access, persistence and the nodes' settings.
+// access, what the topology's kind cannot run, persistence and the nodes'
+// settings.
 func (p Plan) validateWhere() error {
 	if err := p.Topology.Validate(); err != nil {
 		return field.Errorf("topology", "%w", err)
@@ -52,6 +53,12 @@ func (p Plan) validateWhere() error {
 	}
 	if err := p.Access.Validate(); err != nil {
 		return field.Errorf("access", "%w", err)
+	}
+	// The topology kind's own rules on the rest of the run (no TLS to a
+	// Redis Cluster), which cluster.Start asks too; its errors name the
+	// field.
+	if err := p.clusterSpec(p.Access).CheckTopology(); err != nil {
+		return err
 	}
 	if p.Persistence != "" {
 		if err := p.Persistence.Validate(); err != nil {

@@ -237,14 +237,14 @@ func (f *planFlags) refuseZeros(fs *pflag.FlagSet) error {
 
 // explain names, in err, the flag that sets each field it names: of the
 // flags bound to a path, the one given (--nodes or --topology), else the
-// last. Several
+// last; a field the target flags set, theirs (access.tls: --tls). Several
 // problems go on one line.
 func (f *planFlags) explain(fs *pflag.FlagSet, err error) error {
 	if err == nil {
 		return nil
 	}
 	err = field.Rename(err, func(path string) (string, bool) {
-		name, given := "", false
+		name, given := targetPaths[path], false
 		for _, pf := range f.fields {
 			if pf.path == path && !given {
 				name, given = pf.name, fs.Changed(pf.name)
