@@ -102,7 +102,7 @@ func TestValidateNamesTheField(t *testing.T) {
 		{`"time_limit": "2s"`, `"time_limit": "2s", "persistence": "rdb"`, `persistence: unknown persistence "rdb"`},
 		{`"time_limit": "2s"`, `"time_limit": "2s", "check": {"liveness_k": -1}`, "check.liveness_k: -1 is negative"},
 		{`"time_limit": "2s"`, `"time_limit": "2s", "check": {"skip": ["nope"]}`, `check.skip: unknown checker "nope"`},
-		{`"time_limit": "2s"`, `"time_limit": "2s", "faults": [{"at": "1s", "fault": "kill", "nodes": ["n9"]}]`, "faults: step 1 (kill)"},
+		{`"time_limit": "2s"`, `"time_limit": "2s", "faults": [{"at": "1s", "fault": "kill", "nodes": ["n1"], "for": "1s"}, {"at": "1s", "fault": "pause", "nodes": ["n9"], "for": "1s"}]`, `faults[1].nodes[0]: no node "n9" in independent:`},
 	} {
 		raw := strings.Replace(base, c.old, c.new, 1)
 		p, err := ParsePlan([]byte(raw), "p.json")

@@ -172,7 +172,7 @@ func (r *run) execute(ctx context.Context) (err error) {
 	// Plan.Validate had no provider to ask: check the faults against what
 	// this one can do before anything starts.
 	if err := p.nemesisPlan().Validate(p.nemesisSetup(provider)); err != nil {
-		return errors.Join(fmt.Errorf("%w: faults: %w", ErrPlan, err), provider.Close())
+		return errors.Join(fmt.Errorf("%w: %w", ErrPlan, faultsError(err)), provider.Close())
 	}
 	c, err := r.startCluster(ctx, provider, acc)
 	if err != nil {

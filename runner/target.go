@@ -101,7 +101,7 @@ func Runnable(p Plan) error {
 		return err
 	}
 	if err := p.nemesisPlan().Validate(setup); err != nil {
-		return fmt.Errorf("%w: faults: %w", ErrPlan, err)
+		return fmt.Errorf("%w: %w", ErrPlan, faultsError(err))
 	}
 	return nil
 }

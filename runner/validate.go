@@ -94,8 +94,13 @@ func (p Plan) validateLock() error {
 	if err := p.Lock.validate(p); err != nil {
 		return field.Within("lock", err)
 	}
-	return p.Topology.CheckLock(cluster.LockUse{Lock: spec.Variant, EveryMaster: spec.AllNodes(), WaitReplicas: spec.WaitReplicas,
-		CrossSlot: spec.CrossSlot(), EveryMasterLocks: variants.With(func(i variants.Info) bool { return i.AllNodes })})
+	// The topology's verdict on the lock, as an error of the topology
+	// (the lock is valid on its own by now).
+	if err := p.Topology.CheckLock(cluster.LockUse{Lock: spec.Variant, EveryMaster: spec.AllNodes(), WaitReplicas: spec.WaitReplicas,
+		CrossSlot: spec.CrossSlot(), EveryMasterLocks: variants.With(func(i variants.Info) bool { return i.AllNodes })}); err != nil {
+		return field.Errorf("topology", "%w", err)
+	}
+	return nil
 }
 
 // validate checks what only the run uses of the lock section; paths are
@@ -145,7 +150,7 @@ func (p Plan) validateKind() error {
 	case w.Nest > 1 && !info.Reentrant:
 		return field.Errorf("workload.nest", "%v %d needs a reentrant lock (%s), not %s", field.Self, w.Nest, strings.Join(variants.With(func(i variants.Info) bool { return i.Reentrant }), ", "), p.Lock.Label())
 	case info.OddMasters && len(p.Topology.Masters())%2 == 0:
-		return fmt.Errorf("lock %s needs an odd number of masters, topology %s has %d", p.Lock.Label(), p.Topology, len(p.Topology.Masters()))
+		return field.Errorf("topology", "%s has %d masters: lock %s needs an odd number of them", p.Topology, len(p.Topology.Masters()), p.Lock.Label())
 	}
 	return nil
 }
@@ -163,9 +168,15 @@ func (p Plan) validateWork() error {
 	// faults are checked for every control, and Run checks them again
 	// against the provider it builds before it starts anything.
 	if err := p.nemesisPlan().Validate(p.nemesisSetup(nil)); err != nil {
-		return field.Errorf("faults", "%w", err)
+		return faultsError(err)
 	}
 	return field.Within("check", p.Check.validate(p))
+}
+
+// faultsError is an error of the nemesis's validation (nemesis.Plan.Validate)
+// as the plan's: its steps' paths are within "faults" ("faults[2].offset").
+func faultsError(err error) error {
+	return field.Within("faults", err)
 }
 
 // validate checks the checkers' settings; paths are within the section.

@@ -124,6 +124,12 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 		// An explicit zero is no request for the default.
 		{[]string{"--clients", "0"}, false, []string{"--clients: 0: want 1 to 10000 clients (omit it for 4)"}},
 		{[]string{"--ttl", "0s"}, false, []string{"--ttl: 0: want at least 1ms (omit it for 1s)"}},
+		// What the topology says of the lock names the flag that set it.
+		{[]string{"--lock", "redlock", "--nodes", "4"}, false, []string{"--nodes: independent:4 has 4 masters: lock redlock needs an odd number of them"}},
+		{[]string{"--lock", "redlock", "--topology", "independent:4"}, false, []string{"--topology: independent:4 has 4 masters"}},
+		{[]string{"--lock", "redlock", "--topology", "replicated:1"}, false, []string{"--topology: lock redlock needs independent masters"}},
+		{[]string{"--wait-replicas", "1", "--wait-timeout", "1s"}, false, []string{"--topology: lock wait_replicas 1 needs a replicated topology"}},
+		{[]string{"--topology", "cluster:1", "--tls"}, false, []string{"--tls: TLS to a Redis Cluster (topology cluster:1) is not supported yet"}},
 	} {
 		_, err := flagPlan(c.args...)
 		if err == nil {
@@ -141,10 +147,6 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 		if strings.Contains(err.Error(), "\n") || strings.Contains(err.Error(), "workload.") || strings.Contains(err.Error(), "lock.") {
 			t.Errorf("%q: %q: want one line naming flags, not plan paths", c.args, err)
 		}
-	}
-	// What only the plan as a whole can tell still wraps ErrPlan.
-	if _, err := flagPlan("--lock", "redlock", "--nodes", "4"); !errors.Is(err, runner.ErrPlan) || !strings.Contains(err.Error(), "odd") {
-		t.Errorf("redlock on 4 nodes: %v", err)
 	}
 }
 
@@ -244,7 +246,7 @@ func TestFlagsAskTheProvider(t *testing.T) {
 		t.Fatalf("without a provider every control is assumed: %v", err)
 	}
 	out, err := runner.Run(t.Context(), p, runner.Options{Store: t.TempDir()})
-	if !errors.Is(err, runner.ErrPlan) || !strings.Contains(err.Error(), "step 1 (pause): needs a provider that can pause/resume nodes") {
+	if !errors.Is(err, runner.ErrPlan) || !strings.Contains(err.Error(), "faults[0] (pause): needs a provider that can pause/resume nodes") {
 		t.Fatalf("Run of a pause on that deployment: %v", err)
 	}
 	if out != nil && out.Result != nil {
