@@ -81,6 +81,27 @@ func TestNormalizeDefaults(t *testing.T) {
 	}
 }
 
+// Normalized is Normalize and then validation, of the normalized plan as
+// adjust leaves it: a hold and a think time left out stay zero (values of
+// their own), an adjustment is validated, and an invalid plan is refused
+// with ErrPlan.
+func TestNormalized(t *testing.T) {
+	p := basePlan(t, "normalized")
+	p.Workload.Hold = Range{}
+	n, err := p.Normalized()
+	if err != nil || !bytes.Equal(n.JSON(), p.Normalize().JSON()) || n.Workload.Hold != (Range{}) || n.Workload.Think != (Range{}) {
+		t.Fatalf("Normalized: %v\n%s", err, n.JSON())
+	}
+	_, err = p.Normalized(func(q *Plan) { q.Workload.Hold = Range{span(t, "2ttl"), span(t, "1ttl")} })
+	if !errors.Is(err, ErrPlan) || !strings.Contains(err.Error(), "workload.hold range [2s, 1s] is invalid") {
+		t.Errorf("an invalid adjustment: %v", err)
+	}
+	p.Workload.Clients = -1
+	if _, err := p.Normalized(); !errors.Is(err, ErrPlan) || !strings.Contains(err.Error(), "workload.clients") {
+		t.Errorf("an invalid plan: %v", err)
+	}
+}
+
 // A plan's field is checked by its own type and named by its JSON path:
 // the lock's drift_factor (once only a flag's rule) is refused before
 // anything starts.

@@ -111,8 +111,8 @@ type Outcome struct {
 // default in it. The machine is made ready next (prepareMachine): that is
 // not part of the run or of its time.
 func Run(ctx context.Context, plan Plan, opts Options) (*Outcome, error) {
-	plan = plan.Normalize()
-	if err := plan.validate(); err != nil {
+	plan, err := plan.Normalized()
+	if err != nil {
 		return nil, err
 	}
 	if opts.Log == nil {

@@ -22,6 +22,19 @@ import (
 // the command line names the flag instead. Every error wraps ErrPlan.
 func (p Plan) Validate() error { return p.Normalize().validate() }
 
+// Normalized is the plan normalized (Normalize) and validated, and what is
+// wrong with it: how a plan loaded or built enters use, normalized once.
+// adjust, when given, changes the normalized plan before it is validated
+// (the command line fills in its own defaults for what a plan's zero
+// leaves out). Errors wrap ErrPlan.
+func (p Plan) Normalized(adjust ...func(*Plan)) (Plan, error) {
+	p = p.Normalize()
+	for _, a := range adjust {
+		a(&p)
+	}
+	return p, p.validate()
+}
+
 // validate checks a normalized plan.
 func (p Plan) validate() error {
 	for _, check := range []func() error{p.validateWhere, p.validateLock, p.validateKind, p.validateWork} {

@@ -14,6 +14,7 @@ import (
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/nemesis"
 	"github.com/tumbler-dev/tumbler/runner"
+	"github.com/tumbler-dev/tumbler/spans"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
 
@@ -48,6 +49,11 @@ func TestFlagDefaults(t *testing.T) {
 	}
 	if again := p.Normalize(); !bytes.Equal(again.JSON(), p.JSON()) {
 		t.Fatalf("the flags' plan is not normalized:\n%s\n%s", p.JSON(), again.JSON())
+	}
+	// Only the flags give a hold and a think time: a plan file that leaves
+	// them out keeps its zeros (workloadDefaults says why).
+	if w := (runner.Plan{}).Normalize().Workload; w.Hold != (spans.Range{}) || w.Think != (spans.Range{}) {
+		t.Fatalf("Normalize gave a hold %v and a think time %v", w.Hold, w.Think)
 	}
 	// A lock that talks to every node gets a Redlock-sized topology.
 	p, err = flagPlan("--lock", "redlock")
