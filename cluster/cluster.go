@@ -165,6 +165,14 @@ func Start(ctx context.Context, spec Spec) (*Cluster, error) {
 	return c, nil
 }
 
+// CheckTopology says what of the spec its topology's kind cannot run (TLS
+// to a Redis Cluster, say), or nil: the kind's own rule, in its file. Start
+// asks it, and so does a plan's validation (runner), so that such a run is
+// refused before anything starts and a matrix lists such a row as refused.
+// An error about one setting names it by its path in a plan, where the
+// spec's settings come from (a field.Error: "access.tls").
+func (spec Spec) CheckTopology() error { return spec.Topology.kindOf().checkSpec(spec) }
+
 // normal checks the spec and fills in its defaults.
 func (spec Spec) normal() (Spec, error) {
 	if err := spec.Topology.Validate(); err != nil {
@@ -181,7 +189,7 @@ func (spec Spec) normal() (Spec, error) {
 			return spec, err
 		}
 	}
-	if err := spec.Topology.kindOf().checkSpec(spec); err != nil {
+	if err := spec.CheckTopology(); err != nil {
 		return spec, err
 	}
 	if spec.Persistence == "" {

@@ -2,6 +2,9 @@ package cluster
 
 import (
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tumbler-dev/tumbler/access"
+	"github.com/tumbler-dev/tumbler/internal/field"
 )
 
 func TestParseClusterTopology(t *testing.T) {
@@ -190,10 +194,28 @@ func TestRedisClusterFormsAndFailsOver(t *testing.T) {
 	}
 }
 
+// A Redis Cluster refuses TLS through CheckTopology, the one rule Start
+// and a plan's validation both ask, naming the plan's field; other kinds
+// take TLS, and a cluster without TLS passes.
 func TestRedisClusterRefusesTLS(t *testing.T) {
-	_, err := Start(testCtx(t, 10*time.Second), Spec{Topology: topo(t, "cluster:1"), Clients: 1,
-		Access: &access.Config{TLS: &access.TLS{}}})
-	if err == nil || !strings.Contains(err.Error(), "TLS to a Redis Cluster") {
+	tls := &access.Config{TLS: &access.TLS{}}
+	spec := Spec{Topology: topo(t, "cluster:1"), Clients: 1, Access: tls}
+	err := spec.CheckTopology()
+	var fe *field.Error
+	if !errors.As(err, &fe) || fe.Path != "access.tls" || !strings.HasPrefix(err.Error(), "access.tls: TLS to a Redis Cluster (topology cluster:1)") {
+		t.Errorf("CheckTopology with TLS: %v, want a field error at access.tls", err)
+	}
+	for _, ok := range []Spec{{Topology: topo(t, "cluster:1")}, {Topology: topo(t, "independent:1"), Access: tls}, {Topology: topo(t, "replicated:1+sentinels"), Access: tls}} {
+		if err := ok.CheckTopology(); err != nil {
+			t.Errorf("%s, TLS %v: %v", ok.Topology, ok.Access != nil, err)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "cluster")
+	_, err = Start(testCtx(t, 10*time.Second), Spec{Topology: topo(t, "cluster:1"), Clients: 1, Access: tls, Dir: dir})
+	if !errors.As(err, &fe) || fe.Path != "access.tls" {
 		t.Fatalf("Start with TLS: %v", err)
+	}
+	if _, serr := os.Stat(dir); !os.IsNotExist(serr) {
+		t.Errorf("Start refused TLS after making %s (%v)", dir, serr)
 	}
 }

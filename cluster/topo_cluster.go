@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tumbler-dev/tumbler/internal/field"
 	"github.com/tumbler-dev/tumbler/internal/wait"
 )
 
@@ -126,9 +127,10 @@ func (redisCluster) adoptable(Topology) error {
 	return fmt.Errorf("the external provider cannot adopt a Redis Cluster yet; run it with the process or docker provider")
 }
 
+// checkSpec: no TLS yet (see Limits above).
 func (redisCluster) checkSpec(s Spec) error {
 	if s.Access != nil && s.Access.TLS != nil {
-		return fmt.Errorf("topology %s: TLS to a Redis Cluster is not supported yet (its announced TLS ports are not proxied); use a password or an ACL user", s.Topology)
+		return field.Errorf("access.tls", "TLS to a Redis Cluster (topology %s) is not supported yet (its announced TLS ports are not proxied); use a password or an ACL user", s.Topology)
 	}
 	return nil
 }

@@ -42,7 +42,7 @@ type topoKind interface {
 	adoptable(t Topology) error
 
 	// checkSpec refuses, before anything starts, what the kind cannot
-	// run: TLS, say.
+	// run: TLS, say. Spec.CheckTopology is how it is asked.
 	checkSpec(s Spec) error
 	// clientRights are the ACL rights its clients need beyond a plan's
 	// own (a Redis Cluster's CLUSTER SLOTS).

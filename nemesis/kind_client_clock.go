@@ -1,8 +1,9 @@
 package nemesis
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/tumbler-dev/tumbler/internal/field"
 )
 
 // ClientClock shifts a client's wall clock by Offset for For.
@@ -24,7 +25,7 @@ func (clientClock) targets() targetKind { return targetsClients }
 
 func (clientClock) check(c *compiled, _ Setup) error {
 	if c.span(c.Offset) == 0 {
-		return errors.New("needs a non-zero \"offset\"")
+		return field.Errorf("offset", "must be non-zero (\"+2ttl\" ahead, \"-500ms\" behind)")
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/tumbler-dev/tumbler/internal/field"
 )
 
 // ClientStarve gives client processes a small share of the CPU for For: a
@@ -45,13 +47,13 @@ func (clientStarve) check(c *compiled, _ Setup) error {
 	period := c.span(c.Period)
 	switch {
 	case c.Share <= 0 || c.Share >= 1:
-		return fmt.Errorf("\"share\" %g must be in (0, 1): the part of every period the client runs", c.Share)
+		return field.Errorf("share", "%g must be in (0, 1): the part of every period the client runs", c.Share)
 	case c.Period.IsZero():
-		return errors.New("needs a \"period\" (\"0.5ttl\", \"200ms\"): the client runs \"share\" of every period")
+		return field.Errorf("period", "%v is missing (\"0.5ttl\", \"200ms\"): the client runs %v of every period", field.Self, field.Ref("share"))
 	case period > c.dur:
-		return fmt.Errorf("\"period\" %q is longer than \"for\" %q", c.Period, c.For)
+		return field.Errorf("period", "%q is longer than %v %q", c.Period, field.Ref("for"), c.For)
 	case run(c) < minPhase || period-run(c) < minPhase:
-		return fmt.Errorf("\"share\" %g of \"period\" %q leaves a running or a stopped part under %v", c.Share, c.Period, minPhase)
+		return field.Errorf("share", "%g of %v %q leaves a running or a stopped part under %v", c.Share, field.Ref("period"), c.Period, minPhase)
 	}
 	return nil
 }

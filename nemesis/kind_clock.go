@@ -1,11 +1,11 @@
 package nemesis
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/internal/field"
 )
 
 // Clock shifts the nodes' wall clocks by Offset for For (heal: back to 0);
@@ -31,10 +31,10 @@ func (clock) traits() traits { return traits{forgets: true} }
 func (clock) check(c *compiled, _ Setup) error {
 	switch {
 	case c.span(c.Offset) == 0:
-		return errors.New("needs a non-zero \"offset\" (\"+2ttl\" ahead, \"-500ms\" behind)")
+		return field.Errorf("offset", "must be non-zero (\"+2ttl\" ahead, \"-500ms\" behind)")
 	case c.Strobe.IsZero():
 	case c.span(c.Strobe) <= 0 || c.span(c.Strobe) >= c.dur:
-		return fmt.Errorf("\"strobe\" %q must be positive and shorter than \"for\" %q", c.Strobe, c.For)
+		return field.Errorf("strobe", "%q must be positive and shorter than %v %q", c.Strobe, field.Ref("for"), c.For)
 	}
 	return nil
 }

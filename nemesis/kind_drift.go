@@ -6,6 +6,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/internal/clockshim"
+	"github.com/tumbler-dev/tumbler/internal/field"
 )
 
 // ClockDrift runs the nodes' wall clocks at Rate for For (heal: back to the
@@ -40,11 +41,11 @@ func (clockDrift) check(c *compiled, _ Setup) error { return checkRate(c.Rate) }
 func checkRate(rate float64) error {
 	switch {
 	case rate == 0:
-		return fmt.Errorf("needs a \"rate\" other than 1 in (0, %d] (1.5 runs half as fast again as the host, 0.5 half as fast)", maxRate)
+		return field.Errorf("rate", "%v is missing: give one other than 1 in (0, %d] (1.5 runs half as fast again as the host, 0.5 half as fast)", field.Self, maxRate)
 	case rate == 1:
-		return fmt.Errorf("\"rate\" 1 is the host's pace: give a rate other than 1 in (0, %d]", maxRate)
+		return field.Errorf("rate", "1 is the host's pace: give a rate other than 1 in (0, %d]", maxRate)
 	case rate < 0 || rate > maxRate:
-		return fmt.Errorf("\"rate\" %g is not in (0, %d]", rate, maxRate)
+		return field.Errorf("rate", "%g is not in (0, %d]", rate, maxRate)
 	}
 	return nil
 }

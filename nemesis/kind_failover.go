@@ -2,12 +2,12 @@ package nemesis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/internal/field"
 	"github.com/tumbler-dev/tumbler/internal/wait"
 )
 
@@ -108,13 +108,13 @@ func (failover) check(c *compiled, s Setup) error {
 	}
 	switch c.Via {
 	case ViaCoordinated, ViaForce, ViaTakeover:
-		return fmt.Errorf("via %q is a Redis Cluster's CLUSTER FAILOVER; topology %s has none", c.Via, s.Topology)
+		return field.Errorf("via", "%q is a Redis Cluster's CLUSTER FAILOVER; topology %s has none", c.Via, s.Topology)
 	case ViaKill, ViaSentinel:
 		if !ways.Has(cluster.BySentinel) {
-			return fmt.Errorf("via %q needs Sentinels (topology %s+sentinels); use via %q", c.Via, s.Topology, ViaPromote)
+			return field.Errorf("via", "%q needs Sentinels (topology %s+sentinels); use via %q", c.Via, s.Topology, ViaPromote)
 		}
 		if len(c.Nodes) > 0 {
-			return fmt.Errorf("via %q lets Sentinel choose the replica; \"nodes\" is for via %q", c.Via, ViaPromote)
+			return field.Errorf("nodes", "%v are for via %q; via %q lets Sentinel choose the replica", field.Self, ViaPromote, c.Via)
 		}
 	case ViaPromote:
 		if len(s.Topology.PromoteGroups()) > 1 && len(c.Nodes) > 1 {
@@ -126,17 +126,17 @@ func (failover) check(c *compiled, s Setup) error {
 				}
 				g := grp[0]
 				if seen[g] {
-					return fmt.Errorf("via %q promotes one node per group; %s names group %s twice", c.Via, list(c.Nodes), g)
+					return field.Errorf("nodes", "%s names group %s twice; via %q promotes one node per group", list(c.Nodes), g, c.Via)
 				}
 				seen[g] = true
 			}
 		} else if len(c.Nodes) != 1 {
-			return fmt.Errorf("via %q needs the one replica to promote in \"nodes\" (groups: one per group)", c.Via)
+			return field.Errorf("nodes", "via %q needs the one replica to promote in %v (groups: one per group)", c.Via, field.Self)
 		}
 	case "":
-		return fmt.Errorf("needs \"via\": %q, %q or %q", ViaKill, ViaSentinel, ViaPromote)
+		return field.Errorf("via", "%v is missing: %q, %q or %q", field.Self, ViaKill, ViaSentinel, ViaPromote)
 	default:
-		return fmt.Errorf("unknown via %q (%s, %s or %s)", c.Via, ViaKill, ViaSentinel, ViaPromote)
+		return field.Errorf("via", "%q unknown (%s, %s or %s)", c.Via, ViaKill, ViaSentinel, ViaPromote)
 	}
 	return checkKillAndLag(c, s)
 }
@@ -146,11 +146,11 @@ func (failover) check(c *compiled, s Setup) error {
 func checkKillAndLag(c *compiled, s Setup) error {
 	if c.Via == ViaKill {
 		if err := s.provides(cluster.CanKill); err != nil {
-			return fmt.Errorf("via %q: %w", ViaKill, err)
+			return field.Errorf("via", "%q: %w", ViaKill, err)
 		}
 	}
 	if !c.Lag.IsZero() && !c.CutReplication {
-		return errors.New("\"lag\" is how long replication stays cut before the failover; it needs \"cut_replication\"")
+		return field.Errorf("lag", "is how long replication stays cut before the failover; it needs %v", field.Ref("cut_replication"))
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/internal/field"
 )
 
 // The failover kind in a Redis Cluster (topology cluster:S+R): it fails
@@ -21,18 +22,18 @@ func checkShardFailover(c *compiled, s Setup) error {
 	switch c.Via {
 	case ViaKill, ViaCoordinated, ViaForce, ViaTakeover:
 	case ViaSentinel, ViaPromote:
-		return fmt.Errorf("via %q is not for a Redis Cluster (topology %s): use %q (the cluster promotes a replica) or CLUSTER FAILOVER via %q, %q or %q", c.Via, s.Topology, ViaKill, ViaCoordinated, ViaForce, ViaTakeover)
+		return field.Errorf("via", "%q is not for a Redis Cluster (topology %s): use %q (the cluster promotes a replica) or CLUSTER FAILOVER via %q, %q or %q", c.Via, s.Topology, ViaKill, ViaCoordinated, ViaForce, ViaTakeover)
 	case "":
-		return fmt.Errorf("needs \"via\": %q, %q, %q or %q", ViaKill, ViaCoordinated, ViaForce, ViaTakeover)
+		return field.Errorf("via", "%v is missing: %q, %q, %q or %q", field.Self, ViaKill, ViaCoordinated, ViaForce, ViaTakeover)
 	default:
-		return fmt.Errorf("unknown via %q (%s, %s, %s or %s in a Redis Cluster)", c.Via, ViaKill, ViaCoordinated, ViaForce, ViaTakeover)
+		return field.Errorf("via", "%q unknown (%s, %s, %s or %s in a Redis Cluster)", c.Via, ViaKill, ViaCoordinated, ViaForce, ViaTakeover)
 	}
 	if s.Topology.Replicas == 0 {
 		return fmt.Errorf("topology %s has no replicas to fail over to (use cluster:%d+1)", s.Topology, s.Topology.N)
 	}
 	switch {
 	case len(c.Nodes) > 1:
-		return fmt.Errorf("names %d nodes; a cluster failover takes one, the node whose shard fails over", len(c.Nodes))
+		return field.Errorf("nodes", "names %d nodes; a cluster failover takes one, the node whose shard fails over", len(c.Nodes))
 	case len(c.Nodes) == 0 && c.Key == "":
 		return fmt.Errorf("needs the shard to fail over: a node of it in \"nodes\", or the lock key in \"key\"")
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/internal/field"
 )
 
 // Kill SIGKILLs the nodes, keeps them down for For, then starts them with
@@ -41,7 +42,7 @@ func checkWipe(c *compiled, s Setup) error {
 		need = cluster.CanWipe
 	}
 	if err := s.provides(need); err != nil {
-		return fmt.Errorf("persistence %q: %w", c.Persistence, err)
+		return field.Errorf("persistence", "%q: %w", c.Persistence, err)
 	}
 	return nil
 }

@@ -1,6 +1,6 @@
 package nemesis
 
-import "fmt"
+import "github.com/tumbler-dev/tumbler/internal/field"
 
 // Latency delays links by Latency ± Jitter for For.
 const Latency Kind = "latency"
@@ -29,11 +29,11 @@ func (latency) check(c *compiled, s Setup) error {
 	}
 	switch {
 	case c.shape == ShapeBridge || c.shape == ShapeSplit:
-		return fmt.Errorf("a %s is a partition shape", c.shape)
+		return field.Errorf("shape", "a %s is a partition shape", c.shape)
 	case c.span(c.Latency) < minDelay:
-		return fmt.Errorf("needs a \"latency\" of at least %v (toxiproxy works in milliseconds), got %q", minDelay, c.Latency)
+		return field.Errorf("latency", "must be at least %v (toxiproxy works in milliseconds), got %q", minDelay, c.Latency)
 	case c.span(c.Jitter) < 0 || c.span(c.Jitter) > c.span(c.Latency):
-		return fmt.Errorf("\"jitter\" %q must be between 0 and the latency %q", c.Jitter, c.Latency)
+		return field.Errorf("jitter", "%q must be between 0 and the latency %q", c.Jitter, c.Latency)
 	}
 	return nil
 }

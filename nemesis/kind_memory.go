@@ -2,11 +2,11 @@ package nemesis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/internal/field"
 )
 
 // Memory puts nodes under memory pressure for For: a maxmemory just above
@@ -42,17 +42,17 @@ func (memory) changesSettings() {}
 
 func (memory) check(c *compiled, _ Setup) error {
 	if c.Policy == "" {
-		return errors.New("needs a \"policy\" (a maxmemory-policy: volatile-ttl, allkeys-lru, noeviction, …)")
+		return field.Errorf("policy", "%v is missing (a maxmemory-policy: volatile-ttl, allkeys-lru, noeviction, …)", field.Self)
 	}
 	if err := cluster.ValidMemoryPolicy(c.Policy); err != nil {
-		return fmt.Errorf("\"policy\": %w", err)
+		return field.Errorf("policy", "%w", err)
 	}
 	switch {
 	case c.Strobe.IsZero():
 	case c.Policy == cluster.NoEviction:
-		return errors.New("\"strobe\" pushes an evicting policy's node over its limit; under noeviction the node is full already")
+		return field.Errorf("strobe", "pushes an evicting policy's node over its limit; under noeviction the node is full already")
 	case c.span(c.Strobe) <= 0 || c.span(c.Strobe) >= c.dur:
-		return fmt.Errorf("\"strobe\" %q must be positive and shorter than \"for\" %q", c.Strobe, c.For)
+		return field.Errorf("strobe", "%q must be positive and shorter than %v %q", c.Strobe, field.Ref("for"), c.For)
 	}
 	return nil
 }

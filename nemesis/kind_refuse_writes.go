@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/internal/field"
 )
 
 // RefuseWrites makes nodes refuse every write for For, as Refusal says.
@@ -28,13 +29,15 @@ func (refuseWrites) changesSettings() {}
 
 func (refuseWrites) check(c *compiled, s Setup) error {
 	if c.Refusal == "" {
-		return fmt.Errorf("needs a \"refusal\": %s or %s", cluster.RefuseMisconf, cluster.RefuseReadonly)
+		return field.Errorf("refusal", "%v is missing: %s or %s", field.Self, cluster.RefuseMisconf, cluster.RefuseReadonly)
 	}
 	if err := c.Refusal.Validate(); err != nil {
-		return fmt.Errorf("\"refusal\": %w", err)
+		return field.Errorf("refusal", "%w", err)
 	}
 	if c.Refusal == cluster.RefuseReadonly {
-		return demotable(s.Topology)
+		if err := demotable(s.Topology); err != nil {
+			return field.Errorf("refusal", "%w", err)
+		}
 	}
 	return nil
 }
@@ -46,9 +49,9 @@ func demotable(t cluster.Topology) error {
 	tr := t.Traits()
 	switch {
 	case tr.Failovers.Has(cluster.BySentinel):
-		return fmt.Errorf("refusal %q demotes a primary, which the Sentinels of %s would act on; use %q, or a failover", cluster.RefuseReadonly, t, cluster.RefuseMisconf)
+		return fmt.Errorf("%q demotes a primary, which the Sentinels of %s would act on; use %q, or a failover", cluster.RefuseReadonly, t, cluster.RefuseMisconf)
 	case tr.Slots:
-		return fmt.Errorf("refusal %q demotes a primary, which a Redis Cluster (%s) refuses (REPLICAOF); use %q, or a failover", cluster.RefuseReadonly, t, cluster.RefuseMisconf)
+		return fmt.Errorf("%q demotes a primary, which a Redis Cluster (%s) refuses (REPLICAOF); use %q, or a failover", cluster.RefuseReadonly, t, cluster.RefuseMisconf)
 	}
 	return nil
 }

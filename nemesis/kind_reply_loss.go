@@ -1,10 +1,8 @@
 package nemesis
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/internal/field"
 )
 
 // ReplyLoss loses (or, with Latency, delays) the replies on every
@@ -35,12 +33,12 @@ func (replyLoss) check(c *compiled, s Setup) error {
 	c.dir, c.mode = cluster.Downstream, cluster.Blackhole
 	switch {
 	case c.Latency.IsZero() && !c.Jitter.IsZero():
-		return errors.New("\"jitter\" needs a \"latency\": without one the replies are lost, not delayed")
+		return field.Errorf("jitter", "needs a %v: without one the replies are lost, not delayed", field.Ref("latency"))
 	case c.Latency.IsZero():
 	case c.span(c.Latency) < minDelay:
-		return fmt.Errorf("needs a \"latency\" of at least %v (toxiproxy works in milliseconds), got %q", minDelay, c.Latency)
+		return field.Errorf("latency", "must be at least %v (toxiproxy works in milliseconds), got %q", minDelay, c.Latency)
 	case c.span(c.Jitter) < 0 || c.span(c.Jitter) > c.span(c.Latency):
-		return fmt.Errorf("\"jitter\" %q must be between 0 and the latency %q", c.Jitter, c.Latency)
+		return field.Errorf("jitter", "%q must be between 0 and the latency %q", c.Jitter, c.Latency)
 	}
 	return nil
 }

@@ -1,9 +1,9 @@
 package nemesis
 
 import (
-	"errors"
 	"fmt"
 
+	"github.com/tumbler-dev/tumbler/internal/field"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
 
@@ -29,7 +29,7 @@ func (stepCrash) traits() traits { return traits{arms: true} }
 
 func (stepCrash) check(c *compiled, _ Setup) error {
 	if c.LockStep == "" {
-		return errors.New("needs the lock \"step\" to arm")
+		return field.Errorf("step", "%v is missing: the lock step to arm", field.Self)
 	}
 	return nil
 }

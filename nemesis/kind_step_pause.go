@@ -1,10 +1,10 @@
 package nemesis
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 
+	"github.com/tumbler-dev/tumbler/internal/field"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
 
@@ -30,10 +30,10 @@ func (stepPause) traits() traits { return traits{arms: true} }
 
 func (stepPause) check(c *compiled, _ Setup) error {
 	if c.LockStep == "" {
-		return errors.New("needs the lock \"step\" to arm")
+		return field.Errorf("step", "%v is missing: the lock step to arm", field.Self)
 	}
 	if c.span(c.Pause) <= 0 {
-		return fmt.Errorf("needs a positive \"pause\", got %q", c.Pause)
+		return field.Errorf("pause", "must be positive, got %q", c.Pause)
 	}
 	return nil
 }

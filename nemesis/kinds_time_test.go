@@ -28,21 +28,21 @@ func TestValidateTimeKinds(t *testing.T) {
 		step  string
 		want  string
 	}{
-		{"no rate", ind3, `"fault":"drift","nodes":["n1"],"for":"1s"`, `step 1 (drift): needs a "rate" other than 1 in (0, 10]`},
-		{"rate 1", ind3, `"fault":"drift","nodes":["n1"],"rate":1,"for":"1s"`, `"rate" 1 is the host's pace`},
-		{"negative rate", ind3, `"fault":"client-drift","clients":[0],"rate":-0.5,"for":"1s"`, `step 1 (client-drift): "rate" -0.5 is not in (0, 10]`},
-		{"rate past 10", ind3, `"fault":"drift","nodes":["n1"],"rate":11,"for":"1s"`, `"rate" 11 is not in (0, 10]`},
-		{"rate on clock", ind3, `"fault":"clock","nodes":["n1"],"offset":"1s","rate":2,"for":"1s"`, `step 1 (clock): "rate" does not apply to clock`},
-		{"offset on drift", ind3, `"fault":"drift","nodes":["n1"],"offset":"1s","rate":2,"for":"1s"`, `step 1 (drift): "offset" does not apply to drift`},
-		{"external cannot drift", external, `"fault":"drift","nodes":["n1"],"rate":2,"for":"1s"`, "step 1 (drift): needs a provider that can clock rate nodes; the external provider can kill/start, clock"},
-		{"drift without shim", noClock, `"fault":"drift","nodes":["n1"],"rate":2,"for":"1s"`, "the data nodes run without the clock shim"},
-		{"no share", ind3, `"fault":"client-starve","clients":[0],"period":"100ms","for":"1s"`, `step 1 (client-starve): "share" 0 must be in (0, 1)`},
-		{"share 1", ind3, `"fault":"client-starve","clients":[0],"share":1,"period":"100ms","for":"1s"`, `"share" 1 must be in (0, 1)`},
-		{"no period", ind3, `"fault":"client-starve","clients":[0],"share":0.2,"for":"1s"`, `needs a "period"`},
-		{"period past for", ind3, `"fault":"client-starve","clients":[0],"share":0.2,"period":"2s","for":"1s"`, `"period" "2s" is longer than "for" "1s"`},
-		{"phase too short", ind3, `"fault":"client-starve","clients":[0],"share":0.001,"period":"100ms","for":"1s"`, "leaves a running or a stopped part under 1ms"},
-		{"starve in process", inproc, `"fault":"client-starve","clients":[0],"share":0.2,"period":"100ms","for":"1s"`, "step 1 (client-starve): needs clients in process mode"},
-		{"starve without clients", Setup{Topology: ind3.Topology, NodeClock: true}, `"fault":"client-starve","nodes":["n1"],"share":0.2,"period":"100ms","for":"1s"`, "the run has no clients"},
+		{"no rate", ind3, `"fault":"drift","nodes":["n1"],"for":"1s"`, `[0].rate is missing: give one other than 1 in (0, 10]`},
+		{"rate 1", ind3, `"fault":"drift","nodes":["n1"],"rate":1,"for":"1s"`, `[0].rate: 1 is the host's pace`},
+		{"negative rate", ind3, `"fault":"client-drift","clients":[0],"rate":-0.5,"for":"1s"`, `[0].rate: -0.5 is not in (0, 10]`},
+		{"rate past 10", ind3, `"fault":"drift","nodes":["n1"],"rate":11,"for":"1s"`, `[0].rate: 11 is not in (0, 10]`},
+		{"rate on clock", ind3, `"fault":"clock","nodes":["n1"],"offset":"1s","rate":2,"for":"1s"`, `[0].rate: does not apply to clock`},
+		{"offset on drift", ind3, `"fault":"drift","nodes":["n1"],"offset":"1s","rate":2,"for":"1s"`, `[0].offset: does not apply to drift`},
+		{"external cannot drift", external, `"fault":"drift","nodes":["n1"],"rate":2,"for":"1s"`, "[0] (drift): needs a provider that can clock rate nodes; the external provider can kill/start, clock"},
+		{"drift without shim", noClock, `"fault":"drift","nodes":["n1"],"rate":2,"for":"1s"`, "[0] (drift): the data nodes run without the clock shim"},
+		{"no share", ind3, `"fault":"client-starve","clients":[0],"period":"100ms","for":"1s"`, `[0].share: 0 must be in (0, 1)`},
+		{"share 1", ind3, `"fault":"client-starve","clients":[0],"share":1,"period":"100ms","for":"1s"`, `[0].share: 1 must be in (0, 1)`},
+		{"no period", ind3, `"fault":"client-starve","clients":[0],"share":0.2,"for":"1s"`, `[0].period is missing`},
+		{"period past for", ind3, `"fault":"client-starve","clients":[0],"share":0.2,"period":"2s","for":"1s"`, `[0].period: "2s" is longer than [0].for "1s"`},
+		{"phase too short", ind3, `"fault":"client-starve","clients":[0],"share":0.001,"period":"100ms","for":"1s"`, "[0].share: 0.001 of [0].period \"100ms\" leaves a running or a stopped part under 1ms"},
+		{"starve in process", inproc, `"fault":"client-starve","clients":[0],"share":0.2,"period":"100ms","for":"1s"`, "[0] (client-starve): needs clients in process mode"},
+		{"starve without clients", Setup{Topology: ind3.Topology, NodeClock: true}, `"fault":"client-starve","nodes":["n1"],"share":0.2,"period":"100ms","for":"1s"`, "[0] (client-starve): the run has no clients"},
 	} {
 		err := mustPlan(t, `{"steps":[{"at":"1s",`+tc.step+`}]}`).Validate(tc.setup)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/internal/field"
 )
 
 // Shape says which links a partition or latency step acts on.
@@ -354,15 +355,15 @@ func (c *compiled) compileShape(s Setup) error {
 		}
 		return checkLinks(c.Links, s)
 	}
-	return fmt.Errorf("unknown shape %q (nodes, isolate, client, replication, bridge, split or links)", c.shape)
+	return field.Errorf("shape", "%q unknown (nodes, isolate, client, replication, bridge, split or links)", c.shape)
 }
 
 // checkLinks checks explicit link names against the links the setup's
 // cluster has (cluster.Topology.Links).
 func checkLinks(links []string, s Setup) error {
-	for _, name := range links {
+	for j, name := range links {
 		if err := s.Topology.CheckLink(s.Clients, name); err != nil {
-			return err
+			return field.Errorf(fmt.Sprintf("links[%d]", j), "%w", err)
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/internal/field"
 )
 
 // DefaultTriggerTimeout is how long a triggered step waits for its event
@@ -78,8 +79,12 @@ func (c *compiled) window() (from, to time.Duration) {
 }
 
 // Validate checks the plan against a setup and returns every problem, one
-// per line, each naming its step (numbered from 1) and kind, e.g.
-// "step 3 (failover): topology independent:5 has no replicas".
+// per line. A problem of a step names it by its path within the plan's
+// steps (internal/field, numbered from 0 as in JSON): the field at fault,
+// "[2].offset: must be non-zero …", or the step and its kind, "[2]
+// (failover): topology independent:5 has no replicas" (a runner plan's
+// faults read "faults[2].offset"). The nemesis's records and its errors
+// while it runs name a step as "step 3 (failover)", numbered from 1.
 func (p Plan) Validate(s Setup) error {
 	_, err := p.compile(s)
 	return err
@@ -130,7 +135,7 @@ func (p Plan) compile(s Setup) ([]*compiled, error) {
 		errs = overlaps(out, s)
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, field.Join(errs...)
 	}
 	return out, nil
 }
@@ -145,70 +150,105 @@ func splitmix(x uint64) uint64 {
 
 func compileStep(i int, st Step, ttl time.Duration, s Setup) (*compiled, error) {
 	c := &compiled{Step: st, idx: i, topology: s.Topology, ttl: ttl}
-	fail := func(format string, args ...any) error {
-		return fmt.Errorf("step %d (%s): %s", i+1, st.Fault, fmt.Sprintf(format, args...))
-	}
 	if st.Fault == "" {
-		return nil, fmt.Errorf("step %d: no \"fault\"", i+1)
+		return nil, stepError(i, st.Fault, field.Errorf("fault", "%v is missing", field.Self))
 	}
 	fk, err := lookup(st.Fault)
 	if err != nil {
-		return nil, fail("%v", err)
+		return nil, stepError(i, st.Fault, field.Errorf("fault", "%w", err))
 	}
 	c.kind = fk
+	if err := c.checkCommon(s); err != nil {
+		return nil, stepError(i, st.Fault, err)
+	}
+	if err := fk.check(c, s); err != nil {
+		return nil, stepError(i, st.Fault, err)
+	}
+	return c, nil
+}
+
+// stepError is err as an error of step i (of kind k), its path within the
+// plan's steps: an error about one of the step's fields gets the step in
+// front of its path ("[2].offset"), any other error names the step and
+// its kind ("[2] (failover): …"). A plan's faults put "faults" in front.
+func stepError(i int, k Kind, err error) error {
+	at := fmt.Sprintf("[%d]", i)
+	if _, ok := err.(*field.Error); ok {
+		return field.Within(at, err)
+	}
+	return field.Errorf(at, "%v (%s): %w", field.Self, k, err)
+}
+
+// checkCommon checks what every kind's step shares: the fields its kind
+// takes, at, for, delay and lag, the selectors, the targets, link modes
+// and directions, persistence. It fills in the spans and defaults.
+func (c *compiled) checkCommon(s Setup) error {
+	st, fk := c.Step, c.kind
 	if err := fk.needs().check(s); err != nil {
-		return nil, fail("%v", err)
+		return err
 	}
 	for _, f := range st.setFields() {
 		if !slices.Contains(fk.fields(), f) {
-			return nil, fail("%q does not apply to %s (it takes %s)", f, st.Fault, strings.Join(fk.fields(), ", "))
+			return field.Errorf(f, "does not apply to %s (it takes %s)", st.Fault, strings.Join(fk.fields(), ", "))
 		}
 	}
 	c.at, c.dur, c.timeout = c.span(st.At), c.span(st.For), c.span(st.Timeout)
 	if c.at < 0 {
-		return nil, fail("at %q is negative", st.At)
+		return field.Errorf("at", "%q is negative", st.At)
 	}
 	switch fk.duration() {
 	case forPositive:
 		if c.dur <= 0 {
-			return nil, fail("needs a positive \"for\" (how long until the heal), got %q", st.For)
+			return field.Errorf("for", "must be positive for %s (how long until the heal), got %q", st.Fault, st.For)
 		}
 	case forZero:
 		if !st.For.IsZero() {
-			return nil, fail("takes no \"for\": it lasts until the nodes answer again (use \"delay\" to keep them down)")
+			return field.Errorf("for", "%s takes none: it lasts until the nodes answer again (use \"delay\" to keep them down)", st.Fault)
 		}
 	case forAny:
 		if c.dur < 0 {
-			return nil, fail("\"for\" %q is negative", st.For)
+			return field.Errorf("for", "%q is negative", st.For)
 		}
 	}
-	for name, d := range map[string]time.Duration{"delay": c.span(st.Delay), "lag": c.span(st.Lag)} {
-		if d < 0 {
-			return nil, fail("%q is negative", name)
+	for name, sp := range map[string]Span{"delay": st.Delay, "lag": st.Lag} {
+		if c.span(sp) < 0 {
+			return field.Errorf(name, "%q is negative", sp)
 		}
 	}
 	if err := c.checkSelectors(s); err != nil {
-		return nil, fail("%v", err)
+		return err
 	}
 	if err := checkNodes(st.Nodes, s.Topology); err != nil {
-		return nil, fail("%v", err)
+		return err
 	}
 	if err := checkClients(st.Clients, s.Clients); err != nil {
-		return nil, fail("%v", err)
+		return err
 	}
-	switch fk.targets() {
+	if err := c.checkTargets(); err != nil {
+		return err
+	}
+	if st.Persistence != "" {
+		if err := st.Persistence.Validate(); err != nil {
+			return field.Errorf("persistence", "%w", err)
+		}
+	}
+	return nil
+}
+
+// checkTargets checks that a step on nodes or clients names them, and the
+// link mode and direction (defaults: blackhole, both).
+func (c *compiled) checkTargets() error {
+	switch c.kind.targets() {
 	case targetsNodes:
-		if len(st.Nodes) == 0 && st.Node == "" {
-			return nil, fail("needs \"nodes\", or \"node\": %q or %q", NodeLease, NodePrimary)
+		if len(c.Nodes) == 0 && c.Node == "" {
+			return fmt.Errorf("needs \"nodes\", or \"node\": %q or %q", NodeLease, NodePrimary)
 		}
 	case targetsClients:
-		if len(st.Clients) == 0 && st.Client == "" {
-			return nil, fail("needs \"clients\" or \"client\": %q", Holder)
+		if len(c.Clients) == 0 && c.Client == "" {
+			return fmt.Errorf("needs \"clients\" or \"client\": %q", Holder)
 		}
 	}
-
-	// Shared field values: link modes and directions, persistence.
-	c.mode, c.dir = st.Mode, st.Direction
+	c.mode, c.dir = c.Mode, c.Direction
 	if c.mode == "" {
 		c.mode = cluster.Blackhole
 	}
@@ -216,20 +256,12 @@ func compileStep(i int, st Step, ttl time.Duration, s Setup) (*compiled, error) 
 		c.dir = cluster.Both
 	}
 	if c.mode != cluster.Reset && c.mode != cluster.Blackhole {
-		return nil, fail("unknown mode %q (reset or blackhole)", st.Mode)
+		return field.Errorf("mode", "%q unknown (reset or blackhole)", c.Mode)
 	}
 	if c.dir != cluster.Both && c.dir != cluster.Upstream && c.dir != cluster.Downstream {
-		return nil, fail("unknown direction %q (upstream, downstream or both)", st.Direction)
+		return field.Errorf("direction", "%q unknown (upstream, downstream or both)", c.Direction)
 	}
-	if st.Persistence != "" {
-		if err := st.Persistence.Validate(); err != nil {
-			return nil, fail("%v", err)
-		}
-	}
-	if err := fk.check(c, s); err != nil {
-		return nil, fail("%v", err)
-	}
-	return c, nil
+	return nil
 }
 
 // checkSelectors checks the trigger and the role selectors, "client" and
@@ -237,54 +269,57 @@ func compileStep(i int, st Step, ttl time.Duration, s Setup) (*compiled, error) 
 func (c *compiled) checkSelectors(s Setup) error {
 	switch c.Trigger {
 	case "":
-		if !c.Timeout.IsZero() || c.OnTimeout != "" {
-			return errors.New("\"timeout\" and \"on_timeout\" are for triggered steps; there is no \"trigger\"")
+		if !c.Timeout.IsZero() {
+			return field.Errorf("timeout", "is for a triggered step; there is no %v", field.Ref("trigger"))
+		}
+		if c.OnTimeout != "" {
+			return field.Errorf("on_timeout", "is for a triggered step; there is no %v", field.Ref("trigger"))
 		}
 	case TriggerGrant:
 		if c.Key == "" {
-			return fmt.Errorf("trigger %q needs a \"key\"", c.Trigger)
+			return field.Errorf("key", "%v is missing: trigger %q waits for a grant of it", field.Self, c.Trigger)
 		}
 		if c.Timeout.IsZero() {
 			c.timeout = DefaultTriggerTimeout
 		} else if c.timeout <= 0 {
-			return fmt.Errorf("\"timeout\" %q must be positive", c.Timeout)
+			return field.Errorf("timeout", "%q must be positive", c.Timeout)
 		}
 		if c.OnTimeout != "" && c.OnTimeout != "skip" && c.OnTimeout != OnTimeoutApply {
-			return fmt.Errorf("\"on_timeout\" %q unknown (known: skip, apply)", c.OnTimeout)
+			return field.Errorf("on_timeout", "%q unknown (known: skip, apply)", c.OnTimeout)
 		}
 	default:
-		return fmt.Errorf("unknown trigger %q (known: %s)", c.Trigger, TriggerGrant)
+		return field.Errorf("trigger", "%q unknown (known: %s)", c.Trigger, TriggerGrant)
 	}
 	switch c.Client {
 	case "":
 	case Holder:
 		if c.Key == "" {
-			return fmt.Errorf("client %q needs a \"key\"", Holder)
+			return field.Errorf("key", "%v is missing: client %q is the holder of a grant of it", field.Self, Holder)
 		}
 		if len(c.Clients) > 0 {
-			return fmt.Errorf("give \"clients\" or \"client\": %q, not both", Holder)
+			return field.Errorf("client", "give %v or %v %q, not both", field.Ref("clients"), field.Self, Holder)
 		}
 	default:
-		return fmt.Errorf("unknown client selector %q (the only one is %q; list client numbers in \"clients\")", c.Client, Holder)
+		return field.Errorf("client", "unknown selector %q (the only one is %q; list client numbers in %v)", c.Client, Holder, field.Ref("clients"))
 	}
 	switch c.Node {
 	case "":
 	case NodeLease:
 		if c.Key == "" {
-			return fmt.Errorf("node %q needs a \"key\": the lock key whose lease it finds", NodeLease)
+			return field.Errorf("key", "%v is missing: node %q is a node of the lease on it", field.Self, NodeLease)
 		}
 	case NodePrimary:
 		if !s.Topology.Traits().OnePrimary {
-			return fmt.Errorf("node %q: topology %s has no primary", NodePrimary, s.Topology)
+			return field.Errorf("node", "%q: topology %s has no primary", NodePrimary, s.Topology)
 		}
 	default:
-		return fmt.Errorf("unknown node selector %q (known: %s, %s; name nodes in \"nodes\")", c.Node, NodeLease, NodePrimary)
+		return field.Errorf("node", "unknown selector %q (known: %s, %s; name nodes in %v)", c.Node, NodeLease, NodePrimary, field.Ref("nodes"))
 	}
 	if c.Node != "" && len(c.Nodes) > 0 {
-		return fmt.Errorf("give \"nodes\" or \"node\": %q, not both", c.Node)
+		return field.Errorf("node", "give %v or %v %q, not both", field.Ref("nodes"), field.Self, c.Node)
 	}
 	if c.Key != "" && c.Trigger == "" && c.Client == "" && c.Node != NodeLease {
-		return fmt.Errorf("\"key\" is for a trigger, the %q client or the %q node; there is none", Holder, NodeLease)
+		return field.Errorf("key", "is for a trigger, the %q client or the %q node; there is none", Holder, NodeLease)
 	}
 	return nil
 }
@@ -292,12 +327,13 @@ func (c *compiled) checkSelectors(s Setup) error {
 func checkNodes(nodes []string, t cluster.Topology) error {
 	all := t.Nodes()
 	seen := map[string]bool{}
-	for _, n := range nodes {
+	for j, n := range nodes {
+		at := fmt.Sprintf("nodes[%d]", j)
 		if !slices.Contains(all, n) {
-			return fmt.Errorf("no node %q in %s (nodes: %s)", n, t, strings.Join(all, ", "))
+			return field.Errorf(at, "no node %q in %s (nodes: %s)", n, t, strings.Join(all, ", "))
 		}
 		if seen[n] {
-			return fmt.Errorf("node %q named twice", n)
+			return field.Errorf(at, "node %q named twice", n)
 		}
 		seen[n] = true
 	}
@@ -306,15 +342,16 @@ func checkNodes(nodes []string, t cluster.Topology) error {
 
 func checkClients(clients []int, n int) error {
 	seen := map[int]bool{}
-	for _, i := range clients {
+	for j, i := range clients {
+		at := fmt.Sprintf("clients[%d]", j)
 		if i < 0 || i >= n {
 			if n == 0 {
-				return fmt.Errorf("no client %d: the run has no clients", i)
+				return field.Errorf(at, "no client %d: the run has no clients", i)
 			}
-			return fmt.Errorf("no client %d: clients are 0..%d", i, n-1)
+			return field.Errorf(at, "no client %d: clients are 0..%d", i, n-1)
 		}
 		if seen[i] {
-			return fmt.Errorf("client %d named twice", i)
+			return field.Errorf(at, "client %d named twice", i)
 		}
 		seen[i] = true
 	}
@@ -367,7 +404,8 @@ func conflicts(steps []*compiled, from int, s Setup, window func(*compiled) (fro
 				why = settingsConflict(a, b, s)
 			}
 			if why != "" {
-				errs = append(errs, fmt.Errorf("%s: overlaps %s between %v and %v: %s", a.name(), b.name(), max(af, bf), min(at, bt), why))
+				errs = append(errs, field.Errorf(fmt.Sprintf("[%d]", a.idx), "%v (%s) overlaps %v (%s) between %v and %v: %s",
+					field.Self, a.Fault, field.Ref(fmt.Sprintf("[%d]", b.idx)), b.Fault, max(af, bf), min(at, bt), why))
 			}
 		}
 	}

@@ -58,8 +58,7 @@ func Analyze(dir string, opts Options) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan = plan.Normalize()
-	if err := plan.validate(); err != nil {
+	if plan, err = plan.Normalized(); err != nil {
 		return nil, fmt.Errorf("%s: %w", planPath, err)
 	}
 	if err := plan.overrideLinearizability(opts.Linearizability); err != nil {

@@ -70,7 +70,8 @@ func (p Plan) WithDrawnFaults(seed int64, d Draw) (Plan, error) {
 	} else if err != nil {
 		return Plan{}, fmt.Errorf("%w: %w", ErrPlan, err)
 	}
-	if err := p.Validate(); err != nil {
+	// The plan was normalized (see above): validated as it is.
+	if err := p.validate(); err != nil {
 		return Plan{}, err
 	}
 	return p, nil

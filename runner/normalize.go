@@ -31,8 +31,9 @@ const (
 
 // Normalize is the plan with every default filled in: the one place a
 // plan's defaults are declared. A field whose zero is a value of its own
-// (a think time of 0, a hold of [0, 0]) has none. The defaults are, by
-// section:
+// (a think time of 0, a hold of [0, 0]) has none; the command line gives
+// those of its own (cmd/tumbler's workloadDefaults says why). The defaults
+// are, by section:
 //
 //   - the plan: name "run", provider process, topology independent:1
 //     (independent:5 for a lock on every node), ttl 1s, time_limit 10s;
@@ -49,9 +50,11 @@ const (
 //     defaults.
 //
 // It is applied once where a plan enters the engine — Run, Analyze,
-// Runnable, a hunt's template, a shrink's plan, a plan built from flags —
-// and Validate checks a normalized copy; the engine's own code then reads
-// the plan as it is. A normalized plan is a fixed point: its JSON, read
+// Runnable, a hunt's template, a shrink's plan, a plan loaded or built
+// from flags by the command line —, with its validation through
+// Normalized where both are wanted; Validate checks a normalized copy of
+// a plan kept as written. The engine's own code then reads the plan as it
+// is (WithDrawnFaults, say, takes a normalized plan). A normalized plan is a fixed point: its JSON, read
 // back and normalized, is the same, so the plan.json of a run holds every
 // value the run used. ParsePlan does not normalize: a plan file reads back
 // as written.

@@ -81,6 +81,27 @@ func TestNormalizeDefaults(t *testing.T) {
 	}
 }
 
+// Normalized is Normalize and then validation, of the normalized plan as
+// adjust leaves it: a hold and a think time left out stay zero (values of
+// their own), an adjustment is validated, and an invalid plan is refused
+// with ErrPlan.
+func TestNormalized(t *testing.T) {
+	p := basePlan(t, "normalized")
+	p.Workload.Hold = Range{}
+	n, err := p.Normalized()
+	if err != nil || !bytes.Equal(n.JSON(), p.Normalize().JSON()) || n.Workload.Hold != (Range{}) || n.Workload.Think != (Range{}) {
+		t.Fatalf("Normalized: %v\n%s", err, n.JSON())
+	}
+	_, err = p.Normalized(func(q *Plan) { q.Workload.Hold = Range{span(t, "2ttl"), span(t, "1ttl")} })
+	if !errors.Is(err, ErrPlan) || !strings.Contains(err.Error(), "workload.hold range [2s, 1s] is invalid") {
+		t.Errorf("an invalid adjustment: %v", err)
+	}
+	p.Workload.Clients = -1
+	if _, err := p.Normalized(); !errors.Is(err, ErrPlan) || !strings.Contains(err.Error(), "workload.clients") {
+		t.Errorf("an invalid plan: %v", err)
+	}
+}
+
 // A plan's field is checked by its own type and named by its JSON path:
 // the lock's drift_factor (once only a flag's rule) is refused before
 // anything starts.
@@ -102,7 +123,7 @@ func TestValidateNamesTheField(t *testing.T) {
 		{`"time_limit": "2s"`, `"time_limit": "2s", "persistence": "rdb"`, `persistence: unknown persistence "rdb"`},
 		{`"time_limit": "2s"`, `"time_limit": "2s", "check": {"liveness_k": -1}`, "check.liveness_k: -1 is negative"},
 		{`"time_limit": "2s"`, `"time_limit": "2s", "check": {"skip": ["nope"]}`, `check.skip: unknown checker "nope"`},
-		{`"time_limit": "2s"`, `"time_limit": "2s", "faults": [{"at": "1s", "fault": "kill", "nodes": ["n9"]}]`, "faults: step 1 (kill)"},
+		{`"time_limit": "2s"`, `"time_limit": "2s", "faults": [{"at": "1s", "fault": "kill", "nodes": ["n1"], "for": "1s"}, {"at": "1s", "fault": "pause", "nodes": ["n9"], "for": "1s"}]`, `faults[1].nodes[0]: no node "n9" in independent:`},
 	} {
 		raw := strings.Replace(base, c.old, c.new, 1)
 		p, err := ParsePlan([]byte(raw), "p.json")

@@ -326,6 +326,19 @@ func (p Plan) LockDesc() string {
 	return d
 }
 
+// clusterSpec is the cluster the plan runs, as far as the plan says:
+// Run adds where its files go, the provider, the toxiproxy API and the
+// clients' rights, and logs in with acc (the plan's access, or an external
+// deployment's). Validation asks its topology's rules of it
+// (cluster.Spec.CheckTopology) with the plan's own access.
+func (p Plan) clusterSpec(acc *access.Config) cluster.Spec {
+	return cluster.Spec{
+		Topology: p.Topology, Clients: p.Workload.Clients, Persistence: p.Persistence,
+		Clock: p.nemesisPlan().NeedsNodeClock(), Access: acc,
+		Server: p.Server, NodeArgs: p.nodeArgs(), DownAfter: p.span(p.SentinelDownAfter),
+	}
+}
+
 // nodeArgs are NodeConfig as redis-server arguments, in a stable order.
 func (p Plan) nodeArgs() []string {
 	var out []string

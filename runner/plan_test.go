@@ -93,10 +93,10 @@ func TestClusterPlanRules(t *testing.T) {
 		`{"variant":"single"}`: "",
 		`{"variant":"single","wait_replicas":1,"wait_timeout":"100ms"}`: "",
 		`{"variant":"reentrant"}`:                                       "",
-		`{"variant":"watchdog","inner":"fenced"}`:                       "CROSSSLOT",
-		`{"variant":"fenced"}`:                                          "CROSSSLOT",
-		`{"variant":"single","wait_replicas":2,"wait_timeout":"100ms"}`: "at least that many replicas",
-		`{"variant":"redlock"}`:                                         "needs independent masters",
+		`{"variant":"watchdog","inner":"fenced"}`:                       "topology: lock watchdog touches keys in different hash slots in one script, which a Redis Cluster (topology cluster:3+1) refuses with CROSSSLOT",
+		`{"variant":"fenced"}`:                                          "topology: lock fenced touches keys in different hash slots",
+		`{"variant":"single","wait_replicas":2,"wait_timeout":"100ms"}`: "topology: lock wait_replicas 2 needs a replicated topology, or a cluster with shards, with at least that many replicas",
+		`{"variant":"redlock"}`:                                         "topology: lock redlock needs independent masters",
 	} {
 		p, err := ParsePlan([]byte(plan(lock)), "cluster.json")
 		if err == nil {

@@ -111,8 +111,8 @@ type Outcome struct {
 // default in it. The machine is made ready next (prepareMachine): that is
 // not part of the run or of its time.
 func Run(ctx context.Context, plan Plan, opts Options) (*Outcome, error) {
-	plan = plan.Normalize()
-	if err := plan.validate(); err != nil {
+	plan, err := plan.Normalized()
+	if err != nil {
 		return nil, err
 	}
 	if opts.Log == nil {
@@ -172,7 +172,7 @@ func (r *run) execute(ctx context.Context) (err error) {
 	// Plan.Validate had no provider to ask: check the faults against what
 	// this one can do before anything starts.
 	if err := p.nemesisPlan().Validate(p.nemesisSetup(provider)); err != nil {
-		return errors.Join(fmt.Errorf("%w: faults: %w", ErrPlan, err), provider.Close())
+		return errors.Join(fmt.Errorf("%w: %w", ErrPlan, faultsError(err)), provider.Close())
 	}
 	c, err := r.startCluster(ctx, provider, acc)
 	if err != nil {
@@ -206,12 +206,9 @@ func (r *run) execute(ctx context.Context) (err error) {
 func (r *run) startCluster(ctx context.Context, provider cluster.Provider, acc *access.Config) (*cluster.Cluster, error) {
 	p := r.plan
 	r.log.Info("starting cluster", "topology", p.Topology.String(), "provider", p.Provider, "access", acc.String())
-	c, err := cluster.Start(ctx, cluster.Spec{
-		Topology: p.Topology, Clients: p.Workload.Clients, Persistence: p.Persistence,
-		Clock: p.nemesisPlan().NeedsNodeClock(), Dir: filepath.Join(r.dir, "cluster"), Provider: provider,
-		APIAddr: r.opts.ToxiproxyAPI, Access: acc, ClientACL: p.clientACL(),
-		Server: p.Server, NodeArgs: p.nodeArgs(), DownAfter: p.span(p.SentinelDownAfter),
-	})
+	spec := p.clusterSpec(acc)
+	spec.Dir, spec.Provider, spec.APIAddr, spec.ClientACL = filepath.Join(r.dir, "cluster"), provider, r.opts.ToxiproxyAPI, p.clientACL()
+	c, err := cluster.Start(ctx, spec)
 	if err != nil {
 		return nil, accessErr(fmt.Errorf("start cluster %s: %w", p.Topology, err))
 	}

@@ -84,8 +84,8 @@ func contains(list []string, s string) bool {
 // and an external deployment has the plan's topology. The error says why
 // not, wrapping ErrPlan.
 func Runnable(p Plan) error {
-	p = p.Normalize()
-	if err := p.validate(); err != nil {
+	p, err := p.Normalized()
+	if err != nil {
 		return err
 	}
 	if p.Provider == "external" {
@@ -101,7 +101,7 @@ func Runnable(p Plan) error {
 		return err
 	}
 	if err := p.nemesisPlan().Validate(setup); err != nil {
-		return fmt.Errorf("%w: faults: %w", ErrPlan, err)
+		return fmt.Errorf("%w: %w", ErrPlan, faultsError(err))
 	}
 	return nil
 }

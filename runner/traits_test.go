@@ -37,10 +37,10 @@ func TestPlanAsksTheLockTraits(t *testing.T) {
 		{variants.Options{Variant: "single"}, "independent:1", 2, "workload.nest 2 needs a reentrant lock (reentrant"},
 		{variants.Options{Variant: "watchdog", Inner: "reentrant"}, "independent:1", 2, "needs a reentrant lock (reentrant"},
 		{variants.Options{Variant: "redlock"}, "independent:3", 1, ""},
-		{variants.Options{Variant: "redlock"}, "independent:4", 1, "lock redlock needs an odd number of masters, topology independent:4 has 4"},
-		{variants.Options{Variant: "watchdog", Inner: "redlock"}, "independent:4", 1, "lock watchdog(redlock) needs an odd number of masters"},
+		{variants.Options{Variant: "redlock"}, "independent:4", 1, "topology: independent:4 has 4 masters: lock redlock needs an odd number of them"},
+		{variants.Options{Variant: "watchdog", Inner: "redlock"}, "independent:4", 1, "topology: independent:4 has 4 masters: lock watchdog(redlock) needs an odd number of them"},
 		{variants.Options{Variant: "redsync"}, "independent:4", 1, ""},
-		{variants.Options{Variant: "single"}, "groups:3", 1, "is for locks over independent masters (redlock, redsync, multi, redisson-redlock"},
+		{variants.Options{Variant: "single"}, "groups:3", 1, "topology: topology groups:3 is for locks over independent masters (redlock, redsync, multi, redisson-redlock"},
 	} {
 		p := basePlan(t, "traits")
 		p.Lock.Options, p.Workload.Nest = c.lock, c.nest
@@ -69,7 +69,7 @@ func TestRegisteredTraitsChooseTheCheckers(t *testing.T) {
 	p := basePlan(t, "registered")
 	p.Lock.Variant, p.Workload.Kind, p.Workload.Nest = name, workloads.FencedWrite, 2
 	p.Topology, _ = cluster.ParseTopology("replicated:1")
-	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "needs independent masters") {
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "topology: lock "+name+" needs independent masters") {
 		t.Fatalf("a lock on all nodes on a replicated primary: %v", err)
 	}
 	p.Topology, _ = cluster.ParseTopology("independent:3")

@@ -22,6 +22,19 @@ import (
 // the command line names the flag instead. Every error wraps ErrPlan.
 func (p Plan) Validate() error { return p.Normalize().validate() }
 
+// Normalized is the plan normalized (Normalize) and validated, and what is
+// wrong with it: how a plan loaded or built enters use, normalized once.
+// adjust, when given, changes the normalized plan before it is validated
+// (the command line fills in its own defaults for what a plan's zero
+// leaves out). Errors wrap ErrPlan.
+func (p Plan) Normalized(adjust ...func(*Plan)) (Plan, error) {
+	p = p.Normalize()
+	for _, a := range adjust {
+		a(&p)
+	}
+	return p, p.validate()
+}
+
 // validate checks a normalized plan.
 func (p Plan) validate() error {
 	for _, check := range []func() error{p.validateWhere, p.validateLock, p.validateKind, p.validateWork} {
@@ -33,7 +46,8 @@ func (p Plan) validate() error {
 }
 
 // validateWhere checks where the plan runs: topology, provider, server,
-// access, persistence and the nodes' settings.
+// access, what the topology's kind cannot run, persistence and the nodes'
+// settings.
 func (p Plan) validateWhere() error {
 	if err := p.Topology.Validate(); err != nil {
 		return field.Errorf("topology", "%w", err)
@@ -52,6 +66,12 @@ func (p Plan) validateWhere() error {
 	}
 	if err := p.Access.Validate(); err != nil {
 		return field.Errorf("access", "%w", err)
+	}
+	// The topology kind's own rules on the rest of the run (no TLS to a
+	// Redis Cluster), which cluster.Start asks too; its errors name the
+	// field.
+	if err := p.clusterSpec(p.Access).CheckTopology(); err != nil {
+		return err
 	}
 	if p.Persistence != "" {
 		if err := p.Persistence.Validate(); err != nil {
@@ -87,8 +107,13 @@ func (p Plan) validateLock() error {
 	if err := p.Lock.validate(p); err != nil {
 		return field.Within("lock", err)
 	}
-	return p.Topology.CheckLock(cluster.LockUse{Lock: spec.Variant, EveryMaster: spec.AllNodes(), WaitReplicas: spec.WaitReplicas,
-		CrossSlot: spec.CrossSlot(), EveryMasterLocks: variants.With(func(i variants.Info) bool { return i.AllNodes })})
+	// The topology's verdict on the lock, as an error of the topology
+	// (the lock is valid on its own by now).
+	if err := p.Topology.CheckLock(cluster.LockUse{Lock: spec.Variant, EveryMaster: spec.AllNodes(), WaitReplicas: spec.WaitReplicas,
+		CrossSlot: spec.CrossSlot(), EveryMasterLocks: variants.With(func(i variants.Info) bool { return i.AllNodes })}); err != nil {
+		return field.Errorf("topology", "%w", err)
+	}
+	return nil
 }
 
 // validate checks what only the run uses of the lock section; paths are
@@ -138,7 +163,7 @@ func (p Plan) validateKind() error {
 	case w.Nest > 1 && !info.Reentrant:
 		return field.Errorf("workload.nest", "%v %d needs a reentrant lock (%s), not %s", field.Self, w.Nest, strings.Join(variants.With(func(i variants.Info) bool { return i.Reentrant }), ", "), p.Lock.Label())
 	case info.OddMasters && len(p.Topology.Masters())%2 == 0:
-		return fmt.Errorf("lock %s needs an odd number of masters, topology %s has %d", p.Lock.Label(), p.Topology, len(p.Topology.Masters()))
+		return field.Errorf("topology", "%s has %d masters: lock %s needs an odd number of them", p.Topology, len(p.Topology.Masters()), p.Lock.Label())
 	}
 	return nil
 }
@@ -156,9 +181,15 @@ func (p Plan) validateWork() error {
 	// faults are checked for every control, and Run checks them again
 	// against the provider it builds before it starts anything.
 	if err := p.nemesisPlan().Validate(p.nemesisSetup(nil)); err != nil {
-		return field.Errorf("faults", "%w", err)
+		return faultsError(err)
 	}
 	return field.Within("check", p.Check.validate(p))
+}
+
+// faultsError is an error of the nemesis's validation (nemesis.Plan.Validate)
+// as the plan's: its steps' paths are within "faults" ("faults[2].offset").
+func faultsError(err error) error {
+	return field.Within("faults", err)
 }
 
 // validate checks the checkers' settings; paths are within the section.

@@ -202,8 +202,8 @@ func Shrink(ctx context.Context, plan runner.Plan, o Options) (*Result, error) {
 	case o.Dir == "":
 		return nil, fmt.Errorf("%w: the shrink has no directory", runner.ErrPlan)
 	}
-	plan = plan.Normalize()
-	if err := plan.Validate(); err != nil {
+	var err error
+	if plan, err = plan.Normalized(); err != nil {
 		return nil, err
 	}
 	if o.Log == nil {
@@ -219,7 +219,7 @@ func Shrink(ctx context.Context, plan runner.Plan, o Options) (*Result, error) {
 		Dir: o.Dir, Kinds: o.Kinds, Replays: o.Replays, Need: o.Need, Budget: o.Budget,
 		Original: plan, Minimal: plan, Candidates: []Candidate{},
 	}}
-	err := s.search(ctx, plan)
+	err = s.search(ctx, plan)
 	s.res.Elapsed = time.Since(s.began)
 	s.res.Exhausted = s.res.Exhausted || s.spent()
 	if ctx.Err() != nil {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -257,6 +259,46 @@ func TestTargetFlags(t *testing.T) {
 		if code, _, stderr := cli(t, args...); code != outcome.ExitBadInput || !strings.Contains(stderr, "--") {
 			t.Errorf("%q: exit %d: %s", args, code, stderr)
 		}
+	}
+}
+
+// TestTopologyKindRefusedUpFront: what a topology's kind cannot run (TLS
+// to a Redis Cluster) is refused before anything starts, naming the flag
+// or the plan's field, and a matrix lists such a row as refused.
+func TestTopologyKindRefusedUpFront(t *testing.T) {
+	t.Parallel()
+	code, _, stderr := cli(t, "plan", "--topology", "cluster:1", "--tls", "--seed", "1")
+	if code != outcome.ExitBadInput || !strings.Contains(stderr, "--tls: TLS to a Redis Cluster (topology cluster:1) is not supported yet") {
+		t.Errorf("plan --topology cluster:1 --tls: exit %d: %s", code, stderr)
+	}
+	p := runner.Plan{Topology: cluster.Topology{Kind: cluster.RedisCluster, N: 1}, Access: &access.Config{TLS: &access.TLS{}}}
+	file, store := filepath.Join(t.TempDir(), "plan.json"), t.TempDir()
+	if err := os.WriteFile(file, p.JSON(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = cli(t, "run", "--plan", file, "--store", store)
+	if code != outcome.ExitBadInput || !strings.Contains(stderr, "access.tls: TLS to a Redis Cluster") {
+		t.Errorf("run --plan of a cluster with TLS: exit %d: %s", code, stderr)
+	}
+	if entries, _ := os.ReadDir(store); len(entries) != 0 {
+		t.Errorf("the refused run left %d entries in the store", len(entries))
+	}
+
+	var rows []scenarios.Scenario
+	for _, name := range []string{"cluster-failover", "single-baseline"} {
+		s, err := scenarios.Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, s)
+	}
+	a := &app{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	placed, refused, err := a.placeRows(rows, targetFlags{tlsOn: true}, nil)
+	if err != nil || len(placed) != 1 || placed[0].Name != "single-baseline" {
+		t.Fatalf("placed %v, %v", placed, err)
+	}
+	if len(refused) != 1 || refused[0].Scenario != "cluster-failover" || !strings.Contains(refused[0].Reason, "access.tls: TLS to a Redis Cluster") {
+		t.Errorf("refused %+v, want cluster-failover refused for access.tls", refused)
 	}
 }
 

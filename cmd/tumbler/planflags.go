@@ -26,8 +26,10 @@ import (
 // plan's defaults are runner.Plan.Normalize's; the flags add what only
 // they do: a zero given explicitly is refused (--clients 0 is no request
 // for the default), --nodes N is short for --topology independent:N, the
-// seed is drawn when not given, the name is adhoc-<lock>, and --nemesis
-// draws the fault schedule (runner.Draw) from the seed.
+// seed is drawn when not given, the name is adhoc-<lock>, hold and think
+// times are given where a plan's zero is a value of its own
+// (workloadDefaults), and --nemesis draws the fault schedule (runner.Draw)
+// from the seed.
 type planFlags struct {
 	plan   runner.Plan
 	draw   runner.Draw
@@ -50,17 +52,43 @@ type planFlag struct {
 	zero string
 }
 
-// Defaults the flags have where a plan's zero is a value of its own: a
-// plan without a think time has none.
+// The workload's hold and think times when their flags are not given
+// (workloadDefaults).
 const (
 	flagHold  = "0.1ttl,0.4ttl"
 	flagThink = "0,0.05ttl"
 )
 
+// workloadDefaults fills in, on the normalized plan p, the hold and think
+// times whose flags are not given: flagHold and flagThink, and for the
+// latch workload a hold of 0 to 1.5 TTLs, so that its count-downs come
+// within the first TTL and a half of each round (an absolute range, as
+// such plans have always held it). It is the one place the flags'
+// defaults differ from a plan file's, on purpose. In a plan a hold of
+// [0, 0] and no think time are values of their own (a client that releases
+// at once, one that never pauses): Normalize keeps them, since a zero
+// range read from a file cannot be told from one left out. Defaults there
+// would change what plans that leave the think time out run — two catalog
+// rows (latch-baseline, latch-failover) and five plans of runner/testdata
+// /plans, whose plans-derived records then differ — and a plan could no
+// longer ask for a zero. At the command line a contended lock is the
+// useful default. The latch's hold needs the normalized workload kind and
+// TTL, so this comes after Normalize; validation follows it.
+func (f *planFlags) workloadDefaults(fs *pflag.FlagSet, p *runner.Plan) {
+	w := &p.Workload
+	if !fs.Changed("hold") {
+		w.Hold, _ = spans.ParseRange(flagHold)
+		if w.Kind == workloads.Latch {
+			w.Hold = spans.Between(0, p.TTL.Resolve(0)*3/2)
+		}
+	}
+	if !fs.Changed("think") {
+		w.Think, _ = spans.ParseRange(flagThink)
+	}
+}
+
 func (f *planFlags) bind(fs *pflag.FlagSet) {
 	p, l, w, d := &f.plan, &f.plan.Lock, &f.plan.Workload, &f.draw
-	w.Hold, _ = spans.ParseRange(flagHold)
-	w.Think, _ = spans.ParseRange(flagThink)
 	d.Concurrency = nemesis.DefaultConcurrency
 	span := func(s *spans.Span) spans.SpanFlag { return spans.SpanFlag{S: s} }
 	before := map[string]bool{}
@@ -92,8 +120,8 @@ func (f *planFlags) bind(fs *pflag.FlagSet) {
 	f.value(fs, &w.Mode, "client-mode", "workload.mode", "process (each client its own process: client pauses are real) or inprocess (default process)")
 	f.int(fs, &w.Clients, "clients", "workload.clients", fmt.Sprintf("number of clients (default %d)", runner.DefaultClients)).zero = fmt.Sprintf("1 to %d clients (omit it for %d)", workloads.MaxClients, runner.DefaultClients)
 	f.int(fs, &w.Keys, "keys", "workload.keys", fmt.Sprintf("number of keys contended for (default %d)", runner.DefaultKeys)).zero = fmt.Sprintf("at least 1 key (omit it for %d)", runner.DefaultKeys)
-	f.value(fs, spans.RangeFlag{R: &w.Hold}, "hold", "workload.hold", "how long a client holds the lock: MIN,MAX or one span; spans like 250ms or 0.5ttl")
-	f.value(fs, spans.RangeFlag{R: &w.Think}, "think", "workload.think", "pause between two cycles of a client: MIN,MAX or one span")
+	f.value(fs, spans.RangeFlag{R: &w.Hold}, "hold", "workload.hold", fmt.Sprintf("how long a client holds the lock: MIN,MAX or one span; spans like 250ms or 0.5ttl (default %s; the latch workload's count-downs: 0 to 1.5 TTLs)", flagHold))
+	f.value(fs, spans.RangeFlag{R: &w.Think}, "think", "workload.think", fmt.Sprintf("pause between two cycles of a client: MIN,MAX or one span (default %s)", flagThink))
 	f.str(fs, &w.Retry, "retry", "workload.retry", "", "wait (retry until the acquire timeout) or try (one attempt per cycle) (default wait)")
 	f.value(fs, span(&w.AcquireTimeout), "acquire-timeout", "workload.acquire_timeout", fmt.Sprintf("how long one acquire may take, retries included (default %v)", workloads.DefaultAcquireTimeout)).zero = fmt.Sprintf("a positive duration (omit it for %v)", workloads.DefaultAcquireTimeout)
 	f.bool(fs, &w.CheckValidity, "check-validity", "workload.check_validity", "clients check the lease's validity before acting on the resource")
@@ -174,12 +202,7 @@ func (f *planFlags) template(fs *pflag.FlagSet) (runner.Plan, error) {
 	if p, err = t.Apply(p); err != nil {
 		return runner.Plan{}, err
 	}
-	p = p.Normalize()
-	if p.Workload.Kind == workloads.Latch && !fs.Changed("hold") {
-		// Count-downs within the first TTL and a half of each round.
-		p.Workload.Hold = spans.Between(0, p.TTL.Resolve(0)*3/2)
-	}
-	if err := p.Validate(); err != nil {
+	if p, err = p.Normalized(func(p *runner.Plan) { f.workloadDefaults(fs, p) }); err != nil {
 		return runner.Plan{}, f.explain(fs, err)
 	}
 	return p, f.explain(fs, f.draw.Validate())
@@ -237,14 +260,14 @@ func (f *planFlags) refuseZeros(fs *pflag.FlagSet) error {
 
 // explain names, in err, the flag that sets each field it names: of the
 // flags bound to a path, the one given (--nodes or --topology), else the
-// last. Several
+// last; a field the target flags set, theirs (access.tls: --tls). Several
 // problems go on one line.
 func (f *planFlags) explain(fs *pflag.FlagSet, err error) error {
 	if err == nil {
 		return nil
 	}
 	err = field.Rename(err, func(path string) (string, bool) {
-		name, given := "", false
+		name, given := targetPaths[path], false
 		for _, pf := range f.fields {
 			if pf.path == path && !given {
 				name, given = pf.name, fs.Changed(pf.name)

@@ -14,6 +14,7 @@ import (
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/nemesis"
 	"github.com/tumbler-dev/tumbler/runner"
+	"github.com/tumbler-dev/tumbler/spans"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
 
@@ -48,6 +49,11 @@ func TestFlagDefaults(t *testing.T) {
 	}
 	if again := p.Normalize(); !bytes.Equal(again.JSON(), p.JSON()) {
 		t.Fatalf("the flags' plan is not normalized:\n%s\n%s", p.JSON(), again.JSON())
+	}
+	// Only the flags give a hold and a think time: a plan file that leaves
+	// them out keeps its zeros (workloadDefaults says why).
+	if w := (runner.Plan{}).Normalize().Workload; w.Hold != (spans.Range{}) || w.Think != (spans.Range{}) {
+		t.Fatalf("Normalize gave a hold %v and a think time %v", w.Hold, w.Think)
 	}
 	// A lock that talks to every node gets a Redlock-sized topology.
 	p, err = flagPlan("--lock", "redlock")
@@ -133,6 +139,12 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 		// An explicit zero is no request for the default.
 		{[]string{"--clients", "0"}, false, []string{"--clients: 0: want 1 to 10000 clients (omit it for 4)"}},
 		{[]string{"--ttl", "0s"}, false, []string{"--ttl: 0: want at least 1ms (omit it for 1s)"}},
+		// What the topology says of the lock names the flag that set it.
+		{[]string{"--lock", "redlock", "--nodes", "4"}, false, []string{"--nodes: independent:4 has 4 masters: lock redlock needs an odd number of them"}},
+		{[]string{"--lock", "redlock", "--topology", "independent:4"}, false, []string{"--topology: independent:4 has 4 masters"}},
+		{[]string{"--lock", "redlock", "--topology", "replicated:1"}, false, []string{"--topology: lock redlock needs independent masters"}},
+		{[]string{"--wait-replicas", "1", "--wait-timeout", "1s"}, false, []string{"--topology: lock wait_replicas 1 needs a replicated topology"}},
+		{[]string{"--topology", "cluster:1", "--tls"}, false, []string{"--tls: TLS to a Redis Cluster (topology cluster:1) is not supported yet"}},
 	} {
 		_, err := flagPlan(c.args...)
 		if err == nil {
@@ -160,10 +172,6 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 		if _, err := flagPlan(args...); err != nil {
 			t.Errorf("%q: %v, want it accepted", args, err)
 		}
-	}
-	// What only the plan as a whole can tell still wraps ErrPlan.
-	if _, err := flagPlan("--lock", "redlock", "--nodes", "4"); !errors.Is(err, runner.ErrPlan) || !strings.Contains(err.Error(), "odd") {
-		t.Errorf("redlock on 4 nodes: %v", err)
 	}
 }
 
@@ -263,7 +271,7 @@ func TestFlagsAskTheProvider(t *testing.T) {
 		t.Fatalf("without a provider every control is assumed: %v", err)
 	}
 	out, err := runner.Run(t.Context(), p, runner.Options{Store: t.TempDir()})
-	if !errors.Is(err, runner.ErrPlan) || !strings.Contains(err.Error(), "step 1 (pause): needs a provider that can pause/resume nodes") {
+	if !errors.Is(err, runner.ErrPlan) || !strings.Contains(err.Error(), "faults[0] (pause): needs a provider that can pause/resume nodes") {
 		t.Fatalf("Run of a pause on that deployment: %v", err)
 	}
 	if out != nil && out.Result != nil {

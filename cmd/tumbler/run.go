@@ -126,8 +126,8 @@ func (a *app) planFromFile(cmd *cobra.Command, f *planFlags, file string) (runne
 	if p, err = t.Apply(p); err != nil {
 		return runner.Plan{}, failed(err)
 	}
-	p = p.Normalize()
-	return p, failed(p.Validate())
+	p, err = p.Normalized()
+	return p, failed(err)
 }
 
 // replayCommand is the command line that replays the run, for its report.

@@ -26,6 +26,11 @@ type targetFlags struct {
 	changed                         func(string) bool
 }
 
+// targetPaths are the flags that set the plan fields at these paths, for
+// errors that name the field (planFlags.explain): --tls stands for every
+// --tls-* flag, which each imply it.
+var targetPaths = map[string]string{"provider": "provider", "external": "external", "server": "server", "access.tls": "tls"}
+
 // bind binds every target flag.
 func (f *targetFlags) bind(fs *pflag.FlagSet) {
 	f.bindWhere(fs)
