@@ -9,6 +9,7 @@ import (
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/clients"
 	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/internal/clienttest"
 	"github.com/tumbler-dev/tumbler/lock/variants"
 	"github.com/tumbler-dev/tumbler/reports"
 	"github.com/tumbler-dev/tumbler/workloads"
@@ -46,33 +47,9 @@ def main():`
 // executable program of the test's.
 func garblingClient(t *testing.T) string {
 	t.Helper()
-	m, err := clients.Lookup("reference")
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst, err := m.Install()
-	if err != nil {
-		t.Fatalf("install the reference client: %v", err)
-	}
-	b, err := os.ReadFile(filepath.Join(inst.Dir, "client.py"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := string(b)
-	for old, repl := range map[string]string{
-		"def main():": garbling,
-		`        rep["in_reply_to"] = req["id"]` + "\n": `        rep["in_reply_to"] = req["id"]` + "\n        if garble(req, rep):\n            continue\n",
-	} {
-		if strings.Count(src, old) != 1 {
-			t.Fatalf("the reference client has %d of %q, want one to replace", strings.Count(src, old), old)
-		}
-		src = strings.Replace(src, old, repl, 1)
-	}
-	path := filepath.Join(t.TempDir(), "garbling-client.py")
-	if err := os.WriteFile(path, []byte(src), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return clienttest.ReferenceCopy(t, "garbling-client.py",
+		[2]string{"def main():", garbling},
+		[2]string{`        rep["in_reply_to"] = req["id"]` + "\n", `        rep["in_reply_to"] = req["id"]` + "\n        if garble(req, rep):\n            continue\n"})
 }
 
 // TestClientProgramGarblesInARun: a run on a real server whose client 0's

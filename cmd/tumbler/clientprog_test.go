@@ -7,44 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tumbler-dev/tumbler/clients"
+	"github.com/tumbler-dev/tumbler/internal/clienttest"
 	"github.com/tumbler-dev/tumbler/lock/conform"
 	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/reports"
 	"github.com/tumbler-dev/tumbler/runner"
 )
-
-// referenceCopy writes tumbler's reference client (clients/reference), with
-// each of edits' old texts replaced by its new one, as an executable
-// program name in a directory of the test's: a lock client program of the
-// test's own, run with --client-cmd.
-func referenceCopy(t *testing.T, name string, edits ...[2]string) string {
-	t.Helper()
-	m, err := clients.Lookup("reference")
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst, err := m.Install()
-	if err != nil {
-		t.Fatalf("install the reference client: %v", err)
-	}
-	b, err := os.ReadFile(filepath.Join(inst.Dir, "client.py"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := string(b)
-	for _, e := range edits {
-		if !strings.Contains(src, e[0]) {
-			t.Fatalf("the reference client has no %q to replace", e[0])
-		}
-		src = strings.ReplaceAll(src, e[0], e[1])
-	}
-	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, []byte(src), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // TestRunClientRefusesInit: a run whose lock client program refuses its
 // init (an option it does not know) stops as bad input — exit 254, in
@@ -52,7 +20,7 @@ func referenceCopy(t *testing.T, name string, edits ...[2]string) string {
 // either client mode (in process mode the refusal happens in a worker
 // process and must keep its kind on the way to the harness).
 func TestRunClientRefusesInit(t *testing.T) {
-	prog := referenceCopy(t, "refusing-client.py") // the reference refuses every option
+	prog := clienttest.ReferenceCopy(t, "refusing-client.py") // the reference refuses every option
 	for _, mode := range []string{"process", "inprocess"} {
 		t.Run(mode, func(t *testing.T) {
 			store := t.TempDir()
@@ -91,7 +59,7 @@ var brokenRelease = [2]string{
 // expired holder's late release both free another's lock — and passes the
 // others; the command prints the table saying so and exits 1.
 func TestConformBrokenClient(t *testing.T) {
-	prog := referenceCopy(t, "blind-release-client.py", brokenRelease)
+	prog := clienttest.ReferenceCopy(t, "blind-release-client.py", brokenRelease)
 	store := t.TempDir()
 	code, stdout, stderr := cli(t, "conform", "--client-cmd", prog, "--store", store)
 	if code != outcome.ExitInvalid {
@@ -145,7 +113,7 @@ func tableRow(lines []string, check string) string {
 // stops as bad input (254), naming the client and its reason, rather than
 // reporting every check failed.
 func TestConformClientRefusesInit(t *testing.T) {
-	prog := referenceCopy(t, "refusing-client.py")
+	prog := clienttest.ReferenceCopy(t, "refusing-client.py")
 	code, stdout, stderr := cli(t, "conform", "--client-cmd", prog, "--client-option", "bogus=1", "--store", t.TempDir())
 	if code != outcome.ExitBadInput {
 		t.Fatalf("conform of a client that refuses its init: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, outcome.ExitBadInput, stdout, stderr)
