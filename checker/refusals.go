@@ -28,7 +28,8 @@ func refusalSlack(ttl int64) int64 { return ttl/100 + 5e6 }
 // whose key could live until after the refusal was invoked — until its
 // release returned with a definite answer (ok: deleted; fail: the key no
 // longer held the lease's value), or else a TTL after its acquire's or
-// last extend's reply. A refusal no such lease explains is a lock that
+// last extend's reply (never, for a lease without expiry, nor for an
+// unknown acquire of a lock whose grants do not all expire). A refusal no such lease explains is a lock that
 // said "held" when, as far as every client was told, nobody held it: a
 // command that ran while its client was told it did not (a SET NX resent
 // after its lost reply is refused by its own key). Failed acquires not
@@ -104,6 +105,17 @@ func keyLives(p *prepared, life int64) map[string][]keyLife {
 			renewed[c.lease] = max(renewed[c.lease], c.ret)
 		}
 	}
+	// An unknown acquire's key expires only if the lock's grants do: some
+	// ok acquire has a validity and none has no expiry (a library that
+	// exposes none, or a key set without a TTL, as redis-py's timeout=None).
+	var finite, endless bool
+	for i := range p.calls {
+		if c := &p.calls[i]; c.f == history.Acquire && c.typ == history.OK {
+			finite = finite || !history.NoExpiry(c.vu)
+			endless = endless || history.NoExpiry(c.vu)
+		}
+	}
+	expires := finite && !endless
 	out := map[string][]keyLife{}
 	for i := range p.calls {
 		c := &p.calls[i]
@@ -114,7 +126,7 @@ func keyLives(p *prepared, life int64) map[string][]keyLife {
 		switch rel, ok := released[int32(i)]; {
 		case ok:
 			l.end, l.how = rel, "was released (or found gone by its release)"
-		case c.typ == history.OK && history.NoExpiry(c.vu):
+		case c.typ == history.OK && history.NoExpiry(c.vu), c.typ != history.OK && !expires:
 			l.end, l.how = p.end+1, "never expires"
 		default:
 			l.end, l.how = max(c.ret, renewed[int32(i)])+life, "could have expired"

@@ -29,11 +29,20 @@ func TestRefusals(t *testing.T) {
 			acq(1, "k", 0, 10, h.OK, vu(1000)), rel(1, "k", 300, 301, h.OK), acq(2, "k", 500, 600, h.Fail, held()),
 		), 1, 1},
 		{"refused within a TTL of an unknown acquire", build(
+			acq(3, "k", 0, 1, h.OK, vu(900)), rel(3, "k", 2, 3, h.OK),
 			acq(1, "k", 0, 10, h.Info), acq(2, "k", 500, 1020, h.Fail, held()),
 		), 0, 1},
 		{"refused past a TTL and the slack after an unknown acquire", build(
+			acq(3, "k", 0, 1, h.OK, vu(900)), rel(3, "k", 2, 3, h.OK),
 			acq(1, "k", 0, 10, h.Info), acq(2, "k", 1030, 1100, h.Fail, held()),
 		), 1, 1},
+		{"an unknown acquire of a lock whose grants never expire holds on", build(
+			acq(3, "k", 0, 1, h.OK, vu(float64(h.NoExpiryAfter)/1e6+1)), rel(3, "k", 2, 3, h.OK),
+			acq(1, "k", 5, 10, h.Info), acq(2, "k", 5000, 5100, h.Fail, held()),
+		), 0, 1},
+		{"nor does one when no grant says", build(
+			acq(1, "k", 0, 10, h.Info), acq(2, "k", 5000, 5100, h.Fail, held()),
+		), 0, 1},
 		{"a release that found the key gone ends its lease's key", build(
 			acq(1, "k", 0, 10, h.OK, vu(1000)), rel(1, "k", 300, 310, h.Fail), acq(2, "k", 500, 600, h.Fail, held()),
 		), 1, 1},

@@ -21,7 +21,13 @@ class InitError(Exception):
 
 
 class Fail(Exception):
-    """The call certainly had no effect: reply fail with this message."""
+    """The call certainly had no effect: reply fail with this message.
+    held=True on an acquire: the library found the key held by another
+    owner (a "held" refusal, which tumbler's refusals checker judges)."""
+
+    def __init__(self, msg, held=False):
+        super().__init__(msg)
+        self.held = held
 
 
 ABSENT = object()
@@ -119,6 +125,8 @@ def serve(open_client):
                 timings.add(req["type"], time.perf_counter_ns() - start)
         except Fail as e:
             rep = {"type": "fail", "error": str(e)}
+            if e.held:
+                rep["held"] = True
         except Exception as e:  # init: it cannot run; a call: unknown outcome
             kind = "fail" if req["type"] == "init" else "info"
             rep = {"type": kind, "error": describe(e)}

@@ -104,7 +104,8 @@ class Client:
         except ResponseError as e:  # the server refused the SET (READONLY, NOAUTH, …): nothing set
             raise tc.Fail(tc.describe(e))
         if not got:
-            raise tc.Fail("not acquired: held by another owner (acquire returned False)")
+            # False only when every SET NX it sent answered "not set".
+            raise tc.Fail("not acquired: held by another owner (acquire returned False)", held=True)
         token = lk.local.token.decode()
         self.acquired[token] = key
         return {"type": "ok", "lease": {"token": token}}

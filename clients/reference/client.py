@@ -17,7 +17,7 @@ def serve(r, ttl, req):
         token, deadline = uuid.uuid4().hex, time.monotonic() + req["wait_ms"] / 1000
         while not r.set(key, token, nx=True, px=ttl):
             if time.monotonic() >= deadline:
-                return {"type": "fail", "error": "held by another owner"}
+                return {"type": "fail", "error": "held by another owner", "held": True}
             time.sleep(0.01)
         return {"type": "ok", "lease": {"token": token}}
     if t == "release":

@@ -86,7 +86,11 @@ func (l *locker) Acquire(ctx context.Context) (lock.Lease, error) {
 		return lock.Lease{}, err
 	}
 	if rep.Type != TypeOK {
-		return lock.Lease{}, l.outcome(rep, lock.ErrNotObtained)
+		notOK := lock.ErrNotObtained
+		if rep.Held {
+			notOK = lock.ErrHeld
+		}
+		return lock.Lease{}, l.outcome(rep, notOK)
 	}
 	return l.p.lease(l.key, start, *rep.Lease), nil
 }

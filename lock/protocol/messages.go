@@ -163,7 +163,11 @@ type Reply struct {
 	Lease     *Lease  `json:"lease,omitempty"`
 	Library   string  `json:"library,omitempty"`
 	Set       *bool   `json:"set,omitempty"`
-	Count     *int64  `json:"count,omitempty"`
+	// Held, on a fail reply to an acquire: the library found the key held
+	// by another owner (lock.ErrHeld), a claim the refusals checker holds
+	// it to.
+	Held  bool   `json:"held,omitempty"`
+	Count *int64 `json:"count,omitempty"`
 	// A step: its id, the step's name and the key.
 	ID   uint64 `json:"id,omitempty"`
 	Step string `json:"step,omitempty"`
@@ -183,6 +187,9 @@ func (r Reply) check(req Request) error {
 	}
 	if *r.InReplyTo != req.ID {
 		return fmt.Errorf("a reply to request %d while request %d is in flight", *r.InReplyTo, req.ID)
+	}
+	if r.Held && (r.Type != TypeFail || req.Type != TypeAcquire) {
+		return fmt.Errorf("\"held\" on a %s reply to %s: only a fail reply to acquire says the key was held", r.Type, req.Type)
 	}
 	switch r.Type {
 	case TypeFail, TypeInfo:

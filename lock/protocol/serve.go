@@ -168,6 +168,7 @@ func (s *server) handle(req Request) Reply {
 		if errors.Is(err, lock.ErrNotObtained) || errors.Is(err, lock.ErrNotHeld) {
 			rep.Type = TypeFail
 		}
+		rep.Held = req.Type == TypeAcquire && errors.Is(err, lock.ErrHeld)
 		rep.Lease, rep.Set, rep.Count = nil, nil, nil
 		return rep
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,6 +124,45 @@ func TestServeOnlyTheArmableSteps(t *testing.T) {
 				label = fmt.Sprint(*tc.steps)
 			}
 			t.Errorf("steps %s: the hook saw %d steps, want %d", label, seen, tc.want)
+		}
+	}
+}
+
+// TestServeHeldRefusal: a Go lock's refusal of a held key (lock.ErrHeld)
+// crosses the protocol as a fail with "held", and comes back as ErrHeld.
+func TestServeHeldRefusal(t *testing.T) {
+	srv := redistest.Start(t, 1)[0]
+	key := locktest.Key(t)
+	a, _ := served(t, srv.Addr, key, 5*time.Second).Primitive(key)
+	b, _ := served(t, srv.Addr, key, 5*time.Second).Primitive(key)
+	if _, err := a.(lock.Locker).Acquire(locktest.Context(t)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := b.(lock.Locker).Acquire(ctx)
+	if !errors.Is(err, lock.ErrHeld) || !errors.Is(err, lock.ErrNotObtained) {
+		t.Fatalf("acquire of a held key over the protocol: %v, want ErrHeld", err)
+	}
+}
+
+// TestHeldOnlyOnAFailedAcquire: "held" on any other reply breaks the
+// protocol.
+func TestHeldOnlyOnAFailedAcquire(t *testing.T) {
+	id := uint64(4)
+	for _, tc := range []struct {
+		typ, req string
+		ok       bool
+	}{
+		{TypeFail, TypeAcquire, true},
+		{TypeOK, TypeAcquire, false},
+		{TypeInfo, TypeAcquire, false},
+		{TypeFail, TypeRelease, false},
+	} {
+		rep := Reply{InReplyTo: &id, Type: tc.typ, Held: true, Lease: &Lease{Token: "t"}}
+		err := rep.check(Request{ID: id, Type: tc.req})
+		if (err == nil) != tc.ok || err != nil && !strings.Contains(err.Error(), `"held"`) {
+			t.Errorf("held on %s to %s: %v, want ok %v", tc.typ, tc.req, err, tc.ok)
 		}
 	}
 }
