@@ -28,6 +28,8 @@
 //	            (default 10 s) skips the step
 //	timeout     how long a trigger waits
 //	on_timeout  "apply": apply the step anyway when the grant does not come
+//	after       how long after its grant a triggered step applies (the
+//	            holder's next calls, a nested acquire, go by unhurt)
 //	key         the lock key of a trigger, of the "holder" client or of the
 //	            "lease" node
 //	fault       the kind (below)

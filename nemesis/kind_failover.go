@@ -328,8 +328,8 @@ func describeMove(c *compiled, how string, cut []string) string {
 			s += fmt.Sprintf(", wait for a grant of %q", c.Key)
 		}
 	}
-	if c.span(c.Lag) > 0 {
-		s += fmt.Sprintf(", wait %v", c.span(c.Lag))
+	if w := c.span(c.After) + c.span(c.Lag); w > 0 {
+		s += fmt.Sprintf(", wait %v", w)
 	}
 	return s + ", then " + how
 }

@@ -25,7 +25,7 @@ type faultKind interface {
 	// doc is one sentence saying what the fault does.
 	doc() string
 	// fields are the step fields it takes besides the ones every step has
-	// (at, trigger, key, timeout, on_timeout, fault, for), targets first.
+	// (at, trigger, key, timeout, on_timeout, after, fault, for), targets first.
 	fields() []string
 	// duration says what it takes as "for".
 	duration() forRule
@@ -269,7 +269,7 @@ func (n needs) String() string {
 }
 
 // common are the step fields every kind takes.
-var commonFields = []string{"at", "trigger", "key", "timeout", "on_timeout", "fault", "for"}
+var commonFields = []string{"at", "trigger", "key", "timeout", "on_timeout", "after", "fault", "for"}
 
 // stepFields are the JSON names of every field of Step, in order.
 var stepFields = func() []string {

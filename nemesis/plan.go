@@ -78,6 +78,10 @@ type Step struct {
 	Timeout Span    `json:"timeout,omitzero"`
 	// OnTimeout: "skip" (default) or "apply" when the event does not come.
 	OnTimeout string `json:"on_timeout,omitempty"`
+	// After is how long after its event a triggered step applies: a
+	// grant's holder is then past its next few lock calls (a nested
+	// acquire), which a fault applied at once would hit instead.
+	After Span `json:"after,omitzero"`
 
 	Fault Kind `json:"fault"`
 	// For is how long the fault lasts before it is healed.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/internal/clockshim"
+	"github.com/tumbler-dev/tumbler/internal/wait"
 )
 
 // ShutdownHealTimeout bounds the heals Run does after its context ends.
@@ -326,6 +327,9 @@ func (r *runner) waitGrant(ctx context.Context, c *compiled) (hit, error) {
 	h := hit{granted: true, grant: g}
 	if c.Node == NodeLease {
 		h.lease, h.leaseRead = r.leaseNodes(ctx, c.Key, g.Value), true
+	}
+	if d := c.span(c.After); d > 0 && wait.For(ctx, d) != nil {
+		return hit{}, errSkip{fmt.Sprintf("the run ended within %v of the grant", d)}
 	}
 	return h, nil
 }

@@ -441,6 +441,45 @@ func TestOnTimeoutNeedsATrigger(t *testing.T) {
 	}
 }
 
+// TestRunAfterWaitsPastTheGrant: a triggered step with "after" applies that
+// long after its grant, not at once; "after" without a trigger, or
+// negative, is refused naming the field.
+func TestRunAfterWaitsPastTheGrant(t *testing.T) {
+	noLeak(t)
+	f := newFakeCluster(t, "independent:1", 1)
+	o := newFakeOracle()
+	s := newSink()
+	plan := mustPlan(t, `{"steps":[
+		{"at":"0s","trigger":"grant","key":"k","after":"200ms","fault":"pause","nodes":["n1"],"for":"10ms"}
+	]}`)
+	done := make(chan error, 1)
+	go func() { done <- Run(context.Background(), plan, fakeEnv(f, nil, o), s) }()
+	select {
+	case <-o.waiting:
+	case err := <-done:
+		t.Fatalf("Run ended before waiting for the grant: %v", err)
+	}
+	granted := time.Now()
+	o.grants <- 0
+	s.wait(t, history.Start, "f1", 2*time.Second)
+	if d := time.Since(granted); d < 200*time.Millisecond {
+		t.Errorf("applied %v after the grant, want at least the 200ms of after", d)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, js := range []string{
+		`{"steps":[{"at":"0s","after":"10ms","fault":"pause","nodes":["n1"],"for":"10ms"}]}`,
+		`{"steps":[{"at":"0s","trigger":"grant","key":"k","after":"-10ms","fault":"pause","nodes":["n1"],"for":"10ms"}]}`,
+	} {
+		p := mustPlan(t, js)
+		err := p.Validate(Setup{Topology: cluster.Topology{Kind: cluster.Independent, N: 1}, Clients: 1})
+		if err == nil || !strings.Contains(err.Error(), "after") {
+			t.Errorf("%s: err = %v, want one naming after", js, err)
+		}
+	}
+}
+
 // TestRunNodeSelectors: "lease" picks a node whose key holds the holder's
 // value (the holder of now, without a trigger), "primary" the primary of
 // the moment; a lease nobody holds, or that no node holds, skips the step

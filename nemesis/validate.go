@@ -71,7 +71,7 @@ func (c *compiled) nodes(s Setup) []string {
 // lag). The time a node takes to start or a failover to complete is not
 // known in advance; Run refuses what still collides at run time.
 func (c *compiled) window() (from, to time.Duration) {
-	to = c.at + c.dur + c.span(c.Delay) + c.span(c.Lag)
+	to = c.at + c.dur + c.span(c.Delay) + c.span(c.Lag) + c.span(c.After)
 	if c.triggered() {
 		to += c.timeout
 	}
@@ -210,7 +210,7 @@ func (c *compiled) checkCommon(s Setup) error {
 			return field.Errorf("for", "%q is negative", st.For)
 		}
 	}
-	for name, sp := range map[string]Span{"delay": st.Delay, "lag": st.Lag} {
+	for name, sp := range map[string]Span{"delay": st.Delay, "lag": st.Lag, "after": st.After} {
 		if c.span(sp) < 0 {
 			return field.Errorf(name, "%q is negative", sp)
 		}
@@ -274,6 +274,9 @@ func (c *compiled) checkSelectors(s Setup) error {
 		}
 		if c.OnTimeout != "" {
 			return field.Errorf("on_timeout", "is for a triggered step; there is no %v", field.Ref("trigger"))
+		}
+		if !c.After.IsZero() {
+			return field.Errorf("after", "is for a triggered step (how long after its event it applies); there is no %v: put the time in %v", field.Ref("trigger"), field.Ref("at"))
 		}
 	case TriggerGrant:
 		if c.Key == "" {
