@@ -276,6 +276,26 @@ func (r *run) openHistory() (workerLog io.Writer, closeLog func(), err error) {
 // until the workload ends or ctx is cancelled (interrupted).
 func (r *run) runWorkloadAndNemesis(ctx context.Context, c *cluster.Cluster, provider cluster.Provider, cfg workloads.Config, workerLog io.Writer) (err error) {
 	p, rec := r.plan, r.rec
+	r.clock = history.NewClock() // for what is noted should the clients not get ready
+	r.started = time.Now()
+	wctx, stopWorkload := context.WithCancel(ctx)
+	defer stopWorkload()
+	// The clients start first — worker processes, lock client programs and
+	// their inits — and time zero comes once all are ready, so the plan's
+	// times mean the same for a Python client as for a Go one.
+	wl, err := workloads.Prepare(wctx, cfg, workloads.Harness{Recorder: rec, WorkerLog: workerLog})
+	if err != nil {
+		return clientInput(fmt.Errorf("start workload: %w", err))
+	}
+	defer wl.Close()
+	if err := wl.Ready(ctx); err != nil {
+		if ctx.Err() != nil {
+			r.interrupted = true
+			r.note("interrupted: the run was cancelled while its clients were starting; nothing ran")
+			return nil
+		}
+		return clientInput(fmt.Errorf("workload: %w", err))
+	}
 	r.clock = history.NewClock()
 	r.started = time.Now()
 	var resource *workloads.Resource
@@ -284,15 +304,9 @@ func (r *run) runWorkloadAndNemesis(ctx context.Context, c *cluster.Cluster, pro
 			return err
 		}
 	}
-	wctx, stopWorkload := context.WithCancel(ctx)
-	defer stopWorkload()
-	wl, err := workloads.Start(wctx, cfg, workloads.Harness{
-		Clock: r.clock, Recorder: rec, Resource: resource, WorkerLog: workerLog,
-	})
-	if err != nil {
-		return clientInput(fmt.Errorf("start workload: %w", err))
+	if err := wl.Begin(r.clock, resource); err != nil {
+		return err
 	}
-	defer wl.Close()
 
 	nctx, stopNemesis := context.WithCancel(ctx)
 	defer stopNemesis()

@@ -22,9 +22,10 @@ const WorkerEnv = "TUMBLER_WORKER"
 const crashExit = 3
 
 // message is one JSON line between the harness and a worker. Worker →
-// harness (on the worker's fd 3): Op, Req (+ID), Fired (+Crash), Crash,
-// Fatal (+Kinds), Done. Harness → worker (on its stdin): first a workerInit line,
-// then Resp (+ID), Offset, Drift, Arm, Resumed, Stop.
+// harness (on the worker's fd 3): Ready (a held worker), Op, Req (+ID),
+// Fired (+Crash), Crash, Fatal (+Kinds), Done. Harness → worker (on its
+// stdin): first a workerInit line, then Begin (a held worker, once it said
+// Ready), Resp (+ID), Offset, Drift, Arm, Resumed, Stop.
 //
 // An armed pause is a handshake: the worker sends Fired and blocks until
 // Resumed, which the harness sends only after it has stopped the worker
@@ -44,6 +45,14 @@ type message struct {
 	Fatal   string           `json:"fatal,omitempty"`
 	Kinds   []string         `json:"kinds,omitempty"` // Fatal's (RegisterErrorKind)
 	Done    bool             `json:"done,omitempty"`
+	Ready   bool             `json:"ready,omitempty"` // a held worker's locks are built
+	Begin   *workerBegin     `json:"begin,omitempty"` // time zero, for a held worker
+}
+
+// workerBegin starts a worker held by workerInit.Wait.
+type workerBegin struct {
+	ClockStart int64 `json:"clock_start"`
+	Deadline   int64 `json:"deadline"`
 }
 
 // workerInit is everything a worker needs to run one session.
@@ -59,6 +68,9 @@ type workerInit struct {
 	Crashes    int64           `json:"crashes"`
 	ParentPid  int             `json:"parent_pid"`
 	Armed      []armedStep     `json:"armed,omitempty"`
+	// Wait: build the locks, say Ready, and wait for Begin's clock start
+	// and deadline (ClockStart and Deadline are then unset).
+	Wait bool `json:"wait,omitempty"`
 }
 
 // worker is the harness's side of one worker process.
@@ -82,10 +94,14 @@ type worker struct {
 
 // runWorker runs one session in a worker process and reports whether it
 // crashed.
-func (c *Client) runWorker(proc history.Process) (bool, error) {
+func (c *Client) runWorker(proc history.Process, hold bool) (bool, error) {
 	w := c.w
-	log := newProcLog(w.rec, w.h.Clock, proc, c.id)
-	wk, err := c.spawn(proc)
+	var clock *history.Clock // a held worker's log gets it at Begin
+	if !hold {
+		clock = w.h.Clock
+	}
+	log := newProcLog(w.rec, clock, proc, c.id)
+	wk, err := c.spawn(proc, hold)
 	if err != nil {
 		log.end("worker could not start", false)
 		return false, fmt.Errorf("client %d: %w", c.id, err)
@@ -127,7 +143,7 @@ func (c *Client) runWorker(proc history.Process) (bool, error) {
 	}
 }
 
-func (c *Client) spawn(proc history.Process) (*worker, error) {
+func (c *Client) spawn(proc history.Process, hold bool) (*worker, error) {
 	w := c.w
 	exe, err := selfExe()
 	if err != nil {
@@ -169,10 +185,13 @@ func (c *Client) spawn(proc history.Process) (*worker, error) {
 	}
 	wk := &worker{cmd: cmd, pid: cmd.Process.Pid, stdin: inW, out: outR, killed: make(chan struct{})}
 	init := workerInit{
-		Config: w.cfg, Client: c.id, Process: proc,
-		ClockStart: w.h.Clock.Start(), Deadline: w.deadline, Offset: c.wall.Offset(),
+		Config: w.cfg, Client: c.id, Process: proc, Offset: c.wall.Offset(),
 		Drift: c.wall.Drift(),
 		Ops:   c.ops.Load(), Crashes: c.crashes.Load(), ParentPid: os.Getpid(),
+		Wait: hold,
+	}
+	if !hold {
+		init.ClockStart, init.Deadline = w.h.Clock.Start(), w.deadline
 	}
 	// What is armed goes with the config and the worker becomes the
 	// client's in one step, so an ArmStep racing with the start reaches it
@@ -247,10 +266,23 @@ func (c *Client) serve(wk *worker, log *procLog) error {
 			wk.mu.Lock()
 			wk.done = true
 			wk.mu.Unlock()
+		case m.Ready:
+			go c.beginWorker(wk, log)
 		default:
 			return fmt.Errorf("empty message from worker %d: %q", wk.pid, line)
 		}
 	}
+}
+
+// beginWorker holds a ready worker until Begin, then gives it and its log
+// the run's clock.
+func (c *Client) beginWorker(wk *worker, log *procLog) {
+	if !c.waitBegin() {
+		return // stopped first: stopOnCancel tells the worker
+	}
+	w := c.w
+	log.setClock(w.h.Clock)
+	_ = wk.send(message{Begin: &workerBegin{ClockStart: w.h.Clock.Start(), Deadline: w.deadline}})
 }
 
 // isClientOp reports whether op is a client operation counted by MaxOps

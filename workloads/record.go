@@ -106,6 +106,13 @@ func (p *procLog) record(op history.Op) {
 // end closes the process: open invokes become info ops with reason, and a
 // crash op follows if the process crashed. It reports false if the process
 // had already ended.
+// setClock gives a prepared client's log the run's clock, at Begin.
+func (p *procLog) setClock(c *history.Clock) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clock = c
+}
+
 func (p *procLog) end(reason string, crashed bool) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -113,7 +120,10 @@ func (p *procLog) end(reason string, crashed bool) bool {
 		return false
 	}
 	p.ended = true
-	now := p.clock.Now()
+	var now int64 // a worker that ends before Begin has no clock yet, and no ops
+	if p.clock != nil {
+		now = p.clock.Now()
+	}
 	for _, inv := range p.pending.All() {
 		op := inv
 		op.Type, op.Time, op.Error = history.Info, now, reason

@@ -33,6 +33,7 @@ func workerMain() int {
 		armed:   map[string]armedStep{},
 		resumed: map[uint64]chan struct{}{},
 		quit:    make(chan struct{}),
+		begin:   make(chan workerBegin, 1),
 	}
 	in := bufio.NewReaderSize(os.Stdin, 64<<10)
 	line, err := in.ReadBytes('\n')
@@ -70,6 +71,16 @@ func workerMain() int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go ws.readControl(in, &wall, cancel)
+	if init.Wait {
+		ws.send(message{Ready: true})
+		select {
+		case b := <-ws.begin:
+			init.ClockStart, init.Deadline = b.ClockStart, b.Deadline
+		case <-ws.quit: // stopped before time zero
+			ws.send(message{Done: true})
+			return 0
+		}
+	}
 
 	var ops, crashes atomic.Int64
 	ops.Store(init.Ops)
@@ -94,7 +105,8 @@ type workerSink struct {
 	armed   map[string]armedStep
 	resumed map[uint64]chan struct{} // pauses waiting for the harness
 
-	quit chan struct{} // closed when the harness stops talking to us
+	quit  chan struct{}    // closed when the harness stops talking to us
+	begin chan workerBegin // a held worker's time zero
 }
 
 // send writes one message and flushes it at once: an op still in a buffer
@@ -225,6 +237,11 @@ func (w *workerSink) readControl(in *bufio.Reader, wall *WallClock, cancel conte
 				delete(w.resumed, m.Resumed)
 			}
 			w.wmu.Unlock()
+		case m.Begin != nil:
+			select {
+			case w.begin <- *m.Begin:
+			default: // a duplicate
+			}
 		case m.Stop:
 			return
 		}

@@ -70,6 +70,7 @@ type Workload struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
+	hold   *holding // Prepare's clients wait for Begin
 
 	stats Stats
 	err   error
@@ -91,12 +92,22 @@ func Run(ctx context.Context, cfg Config, h Harness) (Stats, error) {
 // a lock it holds (bounded by OpTimeout) and nothing else; worker processes
 // still running after that are killed.
 func Start(ctx context.Context, cfg Config, h Harness) (*Workload, error) {
+	return start(ctx, cfg, h, false)
+}
+
+// start starts the clients; with hold, as Prepare does.
+func start(ctx context.Context, cfg Config, h Harness, hold bool) (*Workload, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	if err := h.check(cfg); err != nil {
-		return nil, err
+	switch {
+	case hold && h.Recorder == nil:
+		return nil, fmt.Errorf("workload harness has no recorder")
+	case !hold: // a prepared workload's clock and resource come with Begin
+		if err := h.check(cfg); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Mode == Processes {
 		if IsWorker() {
@@ -111,11 +122,16 @@ func Start(ctx context.Context, cfg Config, h Harness) (*Workload, error) {
 		}
 		h.WorkerLog = &lockedWriter{w: h.WorkerLog}
 	}
-	w := &Workload{cfg: cfg, h: h, rec: newCounter(h.Recorder), started: time.Now(), done: make(chan struct{})}
-	w.deadline = h.Clock.Now() + int64(cfg.TimeLimit)
-	// A cycle started just before the time limit may still run for a grace;
-	// past it everything is stopped the hard way.
-	w.ctx, w.cancel = context.WithTimeout(ctx, cfg.TimeLimit+cfg.grace())
+	w := &Workload{cfg: cfg, h: h, rec: newCounter(h.Recorder), started: time.Now(), done: make(chan struct{}),
+		hold: newHolding(hold, cfg.Clients)}
+	if hold {
+		w.ctx, w.cancel = context.WithCancel(ctx) // Begin starts the time limit
+	} else {
+		w.deadline = h.Clock.Now() + int64(cfg.TimeLimit)
+		// A cycle started just before the time limit may still run for a
+		// grace; past it everything is stopped the hard way.
+		w.ctx, w.cancel = context.WithTimeout(ctx, cfg.TimeLimit+cfg.grace())
+	}
 	var wg sync.WaitGroup
 	for i := 0; i < cfg.Clients; i++ {
 		c := &Client{w: w, id: i, done: make(chan struct{}), armed: map[string]armedStep{}, link: newResourceLink(w)}
@@ -160,6 +176,7 @@ func (h Harness) check(cfg Config) error {
 }
 
 func (w *Workload) finish() {
+	w.hold.stopLimit()
 	w.stats = w.rec.stats()
 	w.stats.Elapsed = time.Since(w.started)
 	var errs []error
@@ -218,7 +235,8 @@ type Client struct {
 	wall WallClock
 	// ops and crashes survive the client's restarts (MaxOps, Crash.Limit).
 	ops, crashes atomic.Int64
-	incarnations int // owned by run
+	incarnations int  // owned by run
+	ready        bool // its first session is ready (holding.mu)
 
 	link *resourceLink
 
@@ -333,12 +351,16 @@ func (c *Client) run() {
 		c.proc = history.Process(c.id + c.incarnations*w.cfg.Clients)
 		proc := c.proc
 		c.mu.Unlock()
+		hold := w.hold.on && c.incarnations == 0
 		c.incarnations++
 		var crashed bool
 		if w.cfg.Mode == Processes {
-			crashed, c.err = c.runWorker(proc)
+			crashed, c.err = c.runWorker(proc, hold)
 		} else {
-			crashed, c.err = c.runLocal(proc)
+			crashed, c.err = c.runLocal(proc, hold)
+		}
+		if hold && c.err == nil && w.ctx.Err() == nil && !w.hold.isReady(c) {
+			c.err = c.errNeverReady(crashed)
 		}
 		if !crashed || c.err != nil || w.ctx.Err() != nil {
 			return
@@ -357,14 +379,19 @@ func (c *Client) run() {
 }
 
 // runLocal runs one in-process session and reports whether it crashed.
-func (c *Client) runLocal(proc history.Process) (bool, error) {
+func (c *Client) runLocal(proc history.Process, hold bool) (bool, error) {
 	w := c.w
-	log := newProcLog(w.rec, w.h.Clock, proc, c.id)
 	f, closeFn, err := build(w.cfg.Lock.Builder, w.cfg.spec(c.id))
 	if err != nil {
-		log.end("client could not start", false)
 		return false, fmt.Errorf("client %d: %w", c.id, err)
 	}
+	if hold && !c.waitBegin() {
+		if cerr := closeFn(); cerr != nil {
+			return false, fmt.Errorf("client %d: closing the lock factory: %w", c.id, cerr)
+		}
+		return false, nil
+	}
+	log := newProcLog(w.rec, w.h.Clock, proc, c.id)
 	ctx, cancel := context.WithCancel(w.ctx)
 	defer cancel()
 	ls := &localSink{c: c, log: log, ctx: ctx, cancel: cancel}
