@@ -85,6 +85,10 @@ type Clients interface {
 type Grant struct {
 	Client int
 	Value  string
+	// Invoked is when the acquire that was granted began (history ns):
+	// a grant whose request went out before a fault was applied did not
+	// come under it.
+	Invoked int64
 }
 
 // Oracle answers questions about the live history, for triggers and the
@@ -141,6 +145,12 @@ type Env struct {
 	// Clients the cluster's).
 	NodeClock  bool
 	ClientMode workloads.Mode
+	// Settled, if set, is called once, as soon as every step due at the
+	// start has been applied (a cut at 0 s is in place; a trigger may
+	// still be waiting): the runner begins the clients then, so a plan's
+	// faults at time zero come before the first operation, not in a race
+	// with it.
+	Settled func()
 }
 
 // Setup describes the env for Plan.Validate.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -360,18 +361,23 @@ func (c *fakeClients) Calls() []string {
 	return slices.Clone(c.calls)
 }
 
-// fakeOracle grants when told to: client c's lease has the value "v<c>".
+// fakeOracle grants when told to: client c's lease has the value "v<c>",
+// its acquire invoked after anything the nemesis did (on grants), or at
+// time zero (on early).
 type fakeOracle struct {
 	mu      sync.Mutex
 	holder  map[string]int
 	grants  chan int
+	early   chan int
 	waiting chan struct{} // signalled when a WaitGrant starts
 }
 
-func fakeGrant(c int) Grant { return Grant{Client: c, Value: fmt.Sprintf("v%d", c)} }
+func fakeGrant(c int) Grant {
+	return Grant{Client: c, Value: fmt.Sprintf("v%d", c), Invoked: math.MaxInt64}
+}
 
 func newFakeOracle() *fakeOracle {
-	return &fakeOracle{holder: map[string]int{}, grants: make(chan int), waiting: make(chan struct{}, 16)}
+	return &fakeOracle{holder: map[string]int{}, grants: make(chan int), early: make(chan int), waiting: make(chan struct{}, 16)}
 }
 
 func (o *fakeOracle) Holder(key string) (Grant, bool) {
@@ -386,6 +392,10 @@ func (o *fakeOracle) WaitGrant(ctx context.Context, key string) (Grant, error) {
 	select {
 	case c := <-o.grants:
 		return fakeGrant(c), nil
+	case c := <-o.early:
+		g := fakeGrant(c)
+		g.Invoked = 0
+		return g, nil
 	case <-ctx.Done():
 		return Grant{}, ctx.Err()
 	}

@@ -168,6 +168,17 @@ type runner struct {
 	armed       map[armKey]int
 
 	errs []error
+
+	settleOnce sync.Once // Env.Settled
+}
+
+// settle calls Env.Settled, once.
+func (r *runner) settle() {
+	r.settleOnce.Do(func() {
+		if r.env.Settled != nil {
+			r.env.Settled()
+		}
+	})
 }
 
 type armKey struct {
@@ -243,6 +254,7 @@ func (r *runner) run(parent context.Context) error {
 			timer.Reset(wait)
 			tick = timer.C
 		}
+		r.settle() // nothing is due now
 		select {
 		case <-tick:
 		case e := <-r.posts:
@@ -253,6 +265,7 @@ func (r *runner) run(parent context.Context) error {
 		}
 		timer.Stop()
 	}
+	r.settle()
 	return errors.Join(r.errs...)
 }
 
@@ -309,7 +322,12 @@ type ticker interface{ tick(r *runner, i int) }
 // waitGrant waits for step c's grant; for a "lease" node it then reads at
 // once which nodes the lease rests on. It runs beside the loop.
 func (r *runner) waitGrant(ctx context.Context, c *compiled) (hit, error) {
-	tctx, cancel := context.WithTimeout(ctx, c.timeout)
+	return r.waitGrantBy(ctx, c, time.Now().Add(c.timeout))
+}
+
+// waitGrantBy is waitGrant with the trigger's deadline given.
+func (r *runner) waitGrantBy(ctx context.Context, c *compiled, deadline time.Time) (hit, error) {
+	tctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	g, err := r.env.Oracle.WaitGrant(tctx, c.Key)
 	if err != nil {

@@ -304,20 +304,31 @@ func (r *run) runWorkloadAndNemesis(ctx context.Context, c *cluster.Cluster, pro
 			return err
 		}
 	}
-	if err := wl.Begin(r.clock, resource); err != nil {
-		return err
-	}
 
+	// The nemesis starts first and the clients begin once the faults due at
+	// time zero are in place (a failover's cut at 0 s comes before the
+	// first acquire, not in a race with it).
 	nctx, stopNemesis := context.WithCancel(ctx)
 	defer stopNemesis()
 	nemesisDone := make(chan error, 1)
+	settled := make(chan struct{})
 	go func() {
 		setup := p.nemesisSetup(provider)
 		nemesisDone <- nemesis.Run(nctx, p.nemesisPlan(), nemesis.Env{
 			Cluster: c, Clients: clientControls{wl}, Oracle: r.oracle, Clock: r.clock,
 			NodeClock: setup.NodeClock, ClientMode: setup.ClientMode,
+			Settled: func() { close(settled) },
 		}, rec)
 	}()
+	select {
+	case <-settled:
+	case nerr := <-nemesisDone: // it could not run at all: the clients run anyway
+		nemesisDone <- nerr
+	case <-ctx.Done():
+	}
+	if err := wl.Begin(r.clock, resource); err != nil {
+		return err
+	}
 
 	stopStatus := r.reportStatus(wl.Done())
 	stats, werr := wl.Wait()
