@@ -64,6 +64,11 @@ func TestClientProgramGarblesInARun(t *testing.T) {
 	p.Lock.Options = variants.Options{Variant: variants.ClientVariant,
 		Client: &clients.Spec{Command: []string{prog}, Env: []string{"GARBLE_STATE=" + state, "GARBLE_AT=4"}}}
 	p.Workload.Mode, p.Workload.Clients = workloads.Processes, 2
+	// Think between cycles leaves the lock free for a while after each
+	// release: with none, the two clients starting together at time zero
+	// let the first one in re-acquire at once, cycle after cycle, and the
+	// other, polling, never got the lock (seen in 1 of 4 runs).
+	p.Workload.Think = Range{span(t, "0.3ttl"), span(t, "0.5ttl")}
 	p.TimeLimit = span(t, "6s") // the garbled call comes within the first few cycles, with time to go on after it
 	out := runPlan(t, p)
 	ops, err := history.ReadFile(filepath.Join(out.Dir, reports.HistoryFile))
