@@ -85,10 +85,6 @@ type Clients interface {
 type Grant struct {
 	Client int
 	Value  string
-	// Invoked is when the acquire that was granted began (history ns):
-	// a grant whose request went out before a fault was applied did not
-	// come under it.
-	Invoked int64
 }
 
 // Oracle answers questions about the live history, for triggers and the

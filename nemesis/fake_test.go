@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -361,23 +360,18 @@ func (c *fakeClients) Calls() []string {
 	return slices.Clone(c.calls)
 }
 
-// fakeOracle grants when told to: client c's lease has the value "v<c>",
-// its acquire invoked after anything the nemesis did (on grants), or at
-// time zero (on early).
+// fakeOracle grants when told to: client c's lease has the value "v<c>".
 type fakeOracle struct {
 	mu      sync.Mutex
 	holder  map[string]int
 	grants  chan int
-	early   chan int
 	waiting chan struct{} // signalled when a WaitGrant starts
 }
 
-func fakeGrant(c int) Grant {
-	return Grant{Client: c, Value: fmt.Sprintf("v%d", c), Invoked: math.MaxInt64}
-}
+func fakeGrant(c int) Grant { return Grant{Client: c, Value: fmt.Sprintf("v%d", c)} }
 
 func newFakeOracle() *fakeOracle {
-	return &fakeOracle{holder: map[string]int{}, grants: make(chan int), early: make(chan int), waiting: make(chan struct{}, 16)}
+	return &fakeOracle{holder: map[string]int{}, grants: make(chan int), waiting: make(chan struct{}, 16)}
 }
 
 func (o *fakeOracle) Holder(key string) (Grant, bool) {
@@ -392,10 +386,6 @@ func (o *fakeOracle) WaitGrant(ctx context.Context, key string) (Grant, error) {
 	select {
 	case c := <-o.grants:
 		return fakeGrant(c), nil
-	case c := <-o.early:
-		g := fakeGrant(c)
-		g.Invoked = 0
-		return g, nil
 	case <-ctx.Done():
 		return Grant{}, ctx.Err()
 	}

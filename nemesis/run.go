@@ -322,12 +322,7 @@ type ticker interface{ tick(r *runner, i int) }
 // waitGrant waits for step c's grant; for a "lease" node it then reads at
 // once which nodes the lease rests on. It runs beside the loop.
 func (r *runner) waitGrant(ctx context.Context, c *compiled) (hit, error) {
-	return r.waitGrantBy(ctx, c, time.Now().Add(c.timeout))
-}
-
-// waitGrantBy is waitGrant with the trigger's deadline given.
-func (r *runner) waitGrantBy(ctx context.Context, c *compiled, deadline time.Time) (hit, error) {
-	tctx, cancel := context.WithDeadline(ctx, deadline)
+	tctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	g, err := r.env.Oracle.WaitGrant(tctx, c.Key)
 	if err != nil {

@@ -428,34 +428,6 @@ func TestRunFailoverAppliesOnTriggerTimeout(t *testing.T) {
 	}
 }
 
-// TestRunFailoverSkipsAGrantFromBeforeTheCut: a failover that cuts
-// replication waits for a grant whose acquire began after the cut — one
-// sent before it may have replicated — and then kills.
-func TestRunFailoverSkipsAGrantFromBeforeTheCut(t *testing.T) {
-	noLeak(t)
-	f := newFakeCluster(t, "replicated:1+sentinels", 1)
-	o := newFakeOracle()
-	s := newSink()
-	plan := mustPlan(t, `{"steps":[
-		{"at":"0s","trigger":"grant","key":"k","timeout":"5s","fault":"failover","via":"kill","cut_replication":true}
-	]}`)
-	done := make(chan error, 1)
-	go func() { done <- Run(context.Background(), plan, fakeEnv(f, nil, o), s) }()
-	<-o.waiting
-	o.early <- 0
-	<-o.waiting // still waiting: the early grant did not count
-	if got := f.Calls(); !slices.Equal(got, []string{"cut blackhole both r1->p"}) {
-		t.Errorf("after a grant from before the cut: %v, want the cut alone", got)
-	}
-	o.grants <- 0
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if got := f.Calls(); len(got) < 2 || got[1] != "kill p" {
-		t.Errorf("calls %v, want the kill after the second grant", got)
-	}
-}
-
 // TestRunSettledAfterTheStartsFaults: Env.Settled is called once, after
 // the faults due at 0 s are in place (a failover's cut, whose grant is
 // still to come) and before a later step.

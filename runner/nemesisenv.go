@@ -67,37 +67,26 @@ type oracle struct {
 	mu      sync.Mutex
 	waiters map[string][]chan nemesis.Grant
 	granted int64
-	invoked map[history.Process]int64 // a pending acquire's invoke time
 }
 
 func newOracle(cfg checker.Config) *oracle {
-	return &oracle{tracker: history.NewTracker(), mutex: checker.NewMutexMonitor(cfg), waiters: map[string][]chan nemesis.Grant{},
-		invoked: map[history.Process]int64{}}
+	return &oracle{tracker: history.NewTracker(), mutex: checker.NewMutexMonitor(cfg), waiters: map[string][]chan nemesis.Grant{}}
 }
 
 // observe runs under the recorder's lock: it must stay quick.
 func (o *oracle) observe(op history.Op) {
 	o.tracker.Observe(op)
 	o.mutex.Observe(op)
-	if op.IsNemesis() || op.F != history.Acquire {
+	if op.IsNemesis() || op.F != history.Acquire || op.Type != history.OK {
 		return
 	}
 	o.mu.Lock()
-	defer o.mu.Unlock()
-	if op.Type == history.Invoke {
-		o.invoked[op.Process] = op.Time
-		return
-	}
-	invoked := o.invoked[op.Process]
-	delete(o.invoked, op.Process)
-	if op.Type != history.OK {
-		return
-	}
 	o.granted++
 	for _, ch := range o.waiters[op.Key] {
-		ch <- nemesis.Grant{Client: op.Client, Value: op.Value, Invoked: invoked}
+		ch <- nemesis.Grant{Client: op.Client, Value: op.Value}
 	}
 	delete(o.waiters, op.Key)
+	o.mu.Unlock()
 }
 
 func (o *oracle) grants() int64 {
