@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
-	"sync"
 
 	"github.com/tumbler-dev/tumbler/lock"
 )
@@ -23,43 +21,17 @@ type Factory func(key string, opts ...lock.Option) (lock.Primitive, error)
 // crashed client's sockets close as a real crash would close them.
 type Builder func(spec json.RawMessage) (f Factory, close func() error, err error)
 
-var builders = struct {
-	sync.RWMutex
-	m map[string]Builder
-}{m: map[string]Builder{}}
+var builders = newRegistry[Builder]("RegisterBuilder", "builder")
 
 // RegisterBuilder makes b available as LockSpec.Builder = name. Worker
 // processes find builders by name, so register them in an init function (or
 // before WorkerMain), never conditionally. Like database/sql.Register it
 // panics on a nil builder or a duplicate name: both are programming errors.
-func RegisterBuilder(name string, b Builder) {
-	if b == nil {
-		panic("workloads: RegisterBuilder " + name + " with a nil builder")
-	}
-	builders.Lock()
-	defer builders.Unlock()
-	if _, dup := builders.m[name]; dup {
-		panic("workloads: RegisterBuilder called twice for " + name)
-	}
-	builders.m[name] = b
-}
+func RegisterBuilder(name string, b Builder) { builders.add(name, b, b == nil) }
 
-func lookupBuilder(name string) Builder {
-	builders.RLock()
-	defer builders.RUnlock()
-	return builders.m[name]
-}
+func lookupBuilder(name string) Builder { b, _ := builders.get(name); return b }
 
-func builderNames() []string {
-	builders.RLock()
-	defer builders.RUnlock()
-	names := make([]string, 0, len(builders.m))
-	for n := range builders.m {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func builderNames() []string { return builders.sorted() }
 
 // build runs the named builder.
 func build(name string, spec json.RawMessage) (Factory, func() error, error) {
@@ -88,35 +60,18 @@ func build(name string, spec json.RawMessage) (Factory, func() error, error) {
 // lock client program's refusal of its init (protocol.ErrInit) stays what
 // it was in the worker. Register kinds in an init function, as builders:
 // the worker is the same program and finds them by the same names.
-var errorKinds = struct {
-	sync.RWMutex
-	names []string
-	kinds map[string]error
-}{kinds: map[string]error{}}
+var errorKinds = newRegistry[error]("RegisterErrorKind", "kind")
 
 // RegisterErrorKind makes errors that are kind (errors.Is) keep it when
 // they cross from a worker process to the harness. Like RegisterBuilder it
 // panics on a nil kind or a duplicate name.
-func RegisterErrorKind(name string, kind error) {
-	if kind == nil {
-		panic("workloads: RegisterErrorKind " + name + " with a nil kind")
-	}
-	errorKinds.Lock()
-	defer errorKinds.Unlock()
-	if _, dup := errorKinds.kinds[name]; dup {
-		panic("workloads: RegisterErrorKind called twice for " + name)
-	}
-	errorKinds.names = append(errorKinds.names, name)
-	errorKinds.kinds[name] = kind
-}
+func RegisterErrorKind(name string, kind error) { errorKinds.add(name, kind, kind == nil) }
 
 // kindsOf names the registered kinds err is.
 func kindsOf(err error) []string {
-	errorKinds.RLock()
-	defer errorKinds.RUnlock()
 	var out []string
-	for _, name := range errorKinds.names {
-		if errors.Is(err, errorKinds.kinds[name]) {
+	for _, name := range errorKinds.inOrder() {
+		if k, _ := errorKinds.get(name); errors.Is(err, k) {
 			out = append(out, name)
 		}
 	}
@@ -136,11 +91,9 @@ func (e *kindedError) Unwrap() []error { return e.kinds }
 // workerError is the error a worker reported as msg, of the kinds named
 // (those unknown here are dropped: the worker is this very program).
 func workerError(msg string, kinds []string) error {
-	errorKinds.RLock()
-	defer errorKinds.RUnlock()
 	e := &kindedError{msg: msg}
 	for _, name := range kinds {
-		if k := errorKinds.kinds[name]; k != nil {
+		if k, ok := errorKinds.get(name); ok {
 			e.kinds = append(e.kinds, k)
 		}
 	}
