@@ -242,6 +242,12 @@ func TestScriptFlushFallsBackToEval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Acquire returns at quorum: a node's connection may still be dialling,
+	// and a dial loads the scripts ahead of the queued SET — after the
+	// flush below, if it came late (a loaded CI machine), and that node
+	// would never answer NOSCRIPT. Every node holding the key means every
+	// connection is up with its scripts loaded before the flush.
+	eventually(t, "every node holds the key", func() bool { return holders(t, admin, "flush") == 3 })
 	for _, a := range admin {
 		if err := a.ScriptFlush(locktest.Context(t)).Err(); err != nil {
 			t.Fatal(err)
