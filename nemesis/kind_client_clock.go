@@ -48,7 +48,7 @@ func (clientClock) describe(c *compiled, t target) string {
 // draw: the holder of the next grant, or a client at random; an offset of
 // a magnitude of the TTL either way.
 func (clientClock) draw(g *gen, a aim) (Step, bool) {
-	st := Step{Fault: ClientClock, Offset: g.signedMag(), For: g.mag()}
+	st := Step{Fault: ClientClock, ClockParams: ClockParams{Offset: g.signedMag()}, For: g.mag()}
 	switch a {
 	case aimLease:
 		st.Client = Holder

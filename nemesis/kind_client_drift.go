@@ -43,7 +43,7 @@ func (clientDrift) describe(c *compiled, t target) string {
 // draw: the holder of the next grant, or a client at random; for one to
 // four TTLs.
 func (clientDrift) draw(g *gen, a aim) (Step, bool) {
-	st := Step{Fault: ClientDrift, Rate: g.rate(), For: TTLs(g.between(1, 4))}
+	st := Step{Fault: ClientDrift, DriftParams: DriftParams{Rate: g.rate()}, For: TTLs(g.between(1, 4))}
 	return st, g.aimClient(&st, a)
 }
 

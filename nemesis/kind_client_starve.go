@@ -123,7 +123,7 @@ func (clientStarve) describe(c *compiled, t target) string {
 // late), or a client at random; a share of 5–30 % of a period of half a
 // TTL to two, for two to five TTLs.
 func (clientStarve) draw(g *gen, a aim) (Step, bool) {
-	st := Step{Fault: ClientStarve, Share: g.between(0.05, 0.3), Period: TTLs(g.between(0.5, 2)), For: TTLs(g.between(2, 5))}
+	st := Step{Fault: ClientStarve, StarveParams: StarveParams{Share: g.between(0.05, 0.3), Period: TTLs(g.between(0.5, 2))}, For: TTLs(g.between(2, 5))}
 	return st, g.aimClient(&st, a)
 }
 
@@ -155,4 +155,11 @@ func (r *runner) resumeClients(clients []int) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// StarveParams are client-starve's parameters, embedded in Step: the share
+// of every period the client runs.
+type StarveParams struct {
+	Share  float64 `json:"share,omitempty"`
+	Period Span    `json:"period,omitzero"`
 }

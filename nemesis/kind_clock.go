@@ -119,3 +119,11 @@ func (clock) draw(g *gen, a aim) (Step, bool) {
 	}
 	return st, true
 }
+
+// ClockParams are the clock faults' parameters, embedded in Step: how far a
+// clock moves (clock, client-clock) and how often it strobes (clock; for
+// memory, how often the node is pushed over).
+type ClockParams struct {
+	Offset Span `json:"offset,omitzero"`
+	Strobe Span `json:"strobe,omitzero"`
+}

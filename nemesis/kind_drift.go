@@ -82,7 +82,7 @@ func rateText(rate float64, d time.Duration) string {
 // nodes of a node fault. Two thirds run fast (past the TTL's share of a
 // drift factor: keys expire early), the others slow.
 func (clockDrift) draw(g *gen, a aim) (Step, bool) {
-	st := Step{Fault: ClockDrift, For: TTLs(g.between(2, 5)), Rate: g.rate()}
+	st := Step{Fault: ClockDrift, For: TTLs(g.between(2, 5)), DriftParams: DriftParams{Rate: g.rate()}}
 	switch {
 	case a == aimLease && g.o.Topology.Traits().OnePrimary:
 		st.Node = NodePrimary
@@ -138,4 +138,11 @@ func setDriftShare[T comparable](shares map[T]map[int]clockshim.Drift, target T,
 		sum = sum.Plus(v, mono)
 	}
 	return sum
+}
+
+// DriftParams are the clock rates' parameter (drift, client-drift),
+// embedded in Step: the pace of the target's clock against the host's
+// (1.5: half as fast again; 0.5: half as fast).
+type DriftParams struct {
+	Rate float64 `json:"rate,omitempty"`
 }

@@ -417,3 +417,10 @@ func (g *gen) replicas() []string {
 	}
 	return out
 }
+
+// FailoverParams are failover's parameters, embedded in Step.
+type FailoverParams struct {
+	Via            Via  `json:"via,omitempty"`
+	CutReplication bool `json:"cut_replication,omitempty"`
+	Lag            Span `json:"lag,omitzero"`
+}

@@ -60,7 +60,7 @@ func (kill) describe(c *compiled, t target) string {
 // holds; at random, up to a majority of the nodes for a magnitude of the
 // TTL. The persistence of the start is drawn, unless the run fixed it.
 func (kill) draw(g *gen, a aim) (Step, bool) {
-	st := Step{Fault: Kill, Persistence: g.persistence(a)}
+	st := Step{Fault: Kill, RestartParams: RestartParams{Persistence: g.persistence(a)}}
 	switch a {
 	case aimLease:
 		st.Node, st.For = g.leaseNode(), g.brief()

@@ -174,3 +174,10 @@ func withTimeout(f func(ctx context.Context) error) error {
 	defer cancel()
 	return f(ctx)
 }
+
+// MemoryParams are memory's parameter, embedded in Step: the
+// maxmemory-policy a node is squeezed under (cluster.MemoryPolicies;
+// ClockParams.Strobe is how often it is pushed over).
+type MemoryParams struct {
+	Policy string `json:"policy,omitempty"`
+}

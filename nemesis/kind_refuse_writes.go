@@ -83,7 +83,7 @@ func (refuseWrites) describe(c *compiled, t target) string {
 // magnitude of the TTL. Half the time readonly, where the topology can
 // demote a node.
 func (refuseWrites) draw(g *gen, a aim) (Step, bool) {
-	st := Step{Fault: RefuseWrites, Refusal: cluster.RefuseMisconf}
+	st := Step{Fault: RefuseWrites, RefusalParams: RefusalParams{Refusal: cluster.RefuseMisconf}}
 	switch a {
 	case aimLease:
 		st.Node = g.leaseNode()
@@ -100,4 +100,10 @@ func (refuseWrites) draw(g *gen, a aim) (Step, bool) {
 		st.Refusal = cluster.RefuseReadonly
 	}
 	return st, true
+}
+
+// RefusalParams are refuse-writes' parameter, embedded in Step: how the
+// node refuses writes (misconf, readonly).
+type RefusalParams struct {
+	Refusal cluster.Refusal `json:"refusal,omitempty"`
 }

@@ -65,7 +65,7 @@ func (restart) describe(c *compiled, t target) string {
 // majority of the nodes, half the time after a magnitude of the TTL down.
 // The persistence is drawn, unless the run fixed it.
 func (restart) draw(g *gen, a aim) (Step, bool) {
-	st := Step{Fault: Restart, Persistence: g.persistence(a)}
+	st := Step{Fault: Restart, RestartParams: RestartParams{Persistence: g.persistence(a)}}
 	switch a {
 	case aimLease:
 		st.Node = g.leaseNode()
@@ -81,4 +81,11 @@ func (restart) draw(g *gen, a aim) (Step, bool) {
 		return st, false
 	}
 	return st, true
+}
+
+// RestartParams are kill's and restart's parameters, embedded in Step: the
+// persistence the node starts again with, and how long it stays down.
+type RestartParams struct {
+	Persistence cluster.Persistence `json:"persistence,omitempty"`
+	Delay       Span                `json:"delay,omitzero"`
 }

@@ -73,7 +73,7 @@ func (stepPause) draw(g *gen, a aim) (Step, bool) {
 // or as it releases, for one or two TTLs. At random, one client for one or
 // two TTLs.
 func armDraw(g *gen, a aim, k Kind) (Step, bool) {
-	st := Step{Fault: k, LockStep: g.oneOf(g.o.LockSteps...), For: TTLs(float64(1 + g.rng.IntN(2)))}
+	st := Step{Fault: k, StepParams: StepParams{LockStep: g.oneOf(g.o.LockSteps...)}, For: TTLs(float64(1 + g.rng.IntN(2)))}
 	switch a {
 	case aimLease:
 		if slices.Contains(g.o.GrantSteps, st.LockStep) {
@@ -87,4 +87,11 @@ func armDraw(g *gen, a aim, k Kind) (Step, bool) {
 		return st, false
 	}
 	return st, true
+}
+
+// StepParams are the lock-step faults' parameters (step-pause, step-crash),
+// embedded in Step: the lock step's name, and how long step-pause stops.
+type StepParams struct {
+	LockStep string `json:"step,omitempty"`
+	Pause    Span   `json:"pause,omitzero"`
 }

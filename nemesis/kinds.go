@@ -271,14 +271,21 @@ func (n needs) String() string {
 // common are the step fields every kind takes.
 var commonFields = []string{"at", "trigger", "key", "timeout", "on_timeout", "after", "fault", "for"}
 
-// stepFields are the JSON names of every field of Step, in order.
-var stepFields = func() []string {
-	t := reflect.TypeFor[Step]()
-	out := make([]string, t.NumField())
-	for i := range out {
-		out[i], _, _ = strings.Cut(t.Field(i).Tag.Get("json"), ",")
+// stepFields are the JSON names of Step's fields, in order, and
+// stepFieldIndex where each sits: the kinds' parameter groups are embedded,
+// so their fields are Step's own in the JSON.
+var stepFields, stepFieldIndex = func() ([]string, [][]int) {
+	var names []string
+	var index [][]int
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[Step]()) {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous || name == "" || name == "-" {
+			continue
+		}
+		names = append(names, name)
+		index = append(index, f.Index)
 	}
-	return out
+	return names, index
 }()
 
 // isZeroer is a field type with its own notion of absent (Span).
@@ -293,7 +300,7 @@ func (st Step) setFields() []string {
 		if slices.Contains(commonFields, name) {
 			continue
 		}
-		f := v.Field(i)
+		f := v.FieldByIndex(stepFieldIndex[i])
 		set := !f.IsZero()
 		switch {
 		case f.Kind() == reflect.Slice:

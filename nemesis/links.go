@@ -391,3 +391,13 @@ func noReplicaLinks(t cluster.Topology) error {
 	}
 	return err
 }
+
+// LinkParams are the link faults' parameters (partition, latency,
+// client-partition, reply-loss), embedded in Step.
+type LinkParams struct {
+	Shape     Shape             `json:"shape,omitempty"`
+	Mode      cluster.CutMode   `json:"mode,omitempty"`      // default blackhole
+	Direction cluster.Direction `json:"direction,omitempty"` // default both
+	Latency   Span              `json:"latency,omitzero"`
+	Jitter    Span              `json:"jitter,omitzero"`
+}

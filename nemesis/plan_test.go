@@ -314,11 +314,11 @@ func TestFailoverPlannedSentence(t *testing.T) {
 		step  Step
 		want  string
 	}{
-		{c31, Step{Fault: Failover, Via: ViaKill, Nodes: []string{"n2"}},
+		{c31, Step{Fault: Failover, Nodes: []string{"n2"}, FailoverParams: FailoverParams{Via: ViaKill}},
 			"kill the shard's primary and let the cluster promote a replica"},
-		{c31, Step{Fault: Failover, Via: ViaTakeover, Nodes: []string{"n2"}},
+		{c31, Step{Fault: Failover, Nodes: []string{"n2"}, FailoverParams: FailoverParams{Via: ViaTakeover}},
 			"CLUSTER FAILOVER TAKEOVER on a replica, replica of the shard's primary"},
-		{sen, Step{Fault: Failover, Via: ViaKill},
+		{sen, Step{Fault: Failover, FailoverParams: FailoverParams{Via: ViaKill}},
 			"kill the primary and let Sentinel fail over"},
 	} {
 		tc.step.At = Fixed(time.Second)

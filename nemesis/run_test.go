@@ -597,7 +597,7 @@ func TestStartText(t *testing.T) {
 		{every, every, "from its AOF (aof-everysec)"},
 		{always, every, "from the AOF it wrote in aof-everysec, in aof-always from then on"},
 	} {
-		if got := startText(&compiled{Step: Step{Persistence: tc.step}}, target{prior: tc.prior}); got != tc.want {
+		if got := startText(&compiled{Step: Step{RestartParams: RestartParams{Persistence: tc.step}}}, target{prior: tc.prior}); got != tc.want {
 			t.Errorf("step %q, prior %q: %q, want %q", tc.step, tc.prior, got, tc.want)
 		}
 	}

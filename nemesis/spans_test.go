@@ -11,8 +11,8 @@ import (
 func TestStepSpans(t *testing.T) {
 	var names []string
 	t0 := reflect.TypeFor[Step]()
-	for i := range t0.NumField() {
-		if t0.Field(i).Type == reflect.TypeFor[Span]() {
+	for i, index := range stepFieldIndex {
+		if t0.FieldByIndex(index).Type == reflect.TypeFor[Span]() {
 			names = append(names, stepFields[i])
 		}
 	}

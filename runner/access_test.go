@@ -68,7 +68,7 @@ func secretsNeverStored(t *testing.T, lock variants.Options) {
 			ServerCertFile: certs.ServerCert, ServerKeyFile: certs.ServerKey},
 	}
 	p.Workload.Mode = workloads.Processes
-	p.Faults = []nemesis.Step{{At: span(t, "1s"), Fault: nemesis.Failover, Via: "sentinel"}}
+	p.Faults = []nemesis.Step{{At: span(t, "1s"), Fault: nemesis.Failover, FailoverParams: nemesis.FailoverParams{Via: "sentinel"}}}
 	store := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

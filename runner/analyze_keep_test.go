@@ -83,7 +83,7 @@ func TestAnalyzeNeverDestroys(t *testing.T) {
 	p.TimeLimit = span(t, "3s")
 	p.Faults = []nemesis.Step{{
 		At: span(t, "1s"), Trigger: nemesis.TriggerGrant, Key: "tumbler:0",
-		Fault: nemesis.Restart, Nodes: []string{"n1"}, Persistence: cluster.PersistNone,
+		Fault: nemesis.Restart, Nodes: []string{"n1"}, RestartParams: nemesis.RestartParams{Persistence: cluster.PersistNone},
 	}}
 	exp := &outcome.Expectation{Verdict: checker.Invalid, Kind: checker.DoubleGrant}
 	ctx := t.Context()

@@ -89,7 +89,7 @@ func TestRestartEmptyDoubleGrant(t *testing.T) {
 	p := basePlan(t, "restart-empty")
 	p.Faults = []nemesis.Step{{
 		At: span(t, "1s"), Trigger: nemesis.TriggerGrant, Key: "tumbler:0",
-		Fault: nemesis.Restart, Nodes: []string{"n1"}, Persistence: cluster.PersistNone,
+		Fault: nemesis.Restart, Nodes: []string{"n1"}, RestartParams: nemesis.RestartParams{Persistence: cluster.PersistNone},
 	}}
 	out := runPlan(t, p)
 	if out.Result.Verdict != checker.Invalid {
@@ -123,7 +123,7 @@ func TestClientStarveDelaysRenewals(t *testing.T) {
 	p.TimeLimit = span(t, "6s")
 	p.Faults = []nemesis.Step{{
 		At: span(t, "0.5s"), Trigger: nemesis.TriggerGrant, Key: "tumbler:0",
-		Fault: nemesis.ClientStarve, Client: nemesis.Holder, Share: 0.2, Period: span(t, "1.5ttl"), For: span(t, "4ttl"),
+		Fault: nemesis.ClientStarve, Client: nemesis.Holder, StarveParams: nemesis.StarveParams{Share: 0.2, Period: span(t, "1.5ttl")}, For: span(t, "4ttl"),
 	}}
 	out := runPlan(t, p)
 	ops, err := history.ReadFile(filepath.Join(out.Dir, "history.jsonl"))

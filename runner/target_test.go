@@ -152,7 +152,7 @@ func TestPlanErrorsNameTheirPath(t *testing.T) {
 		{At: span(t, "1s"), Fault: nemesis.Kill, Nodes: []string{"n1"}, For: span(t, "1s")},
 		{At: span(t, "1s"), Fault: nemesis.Clock, Nodes: []string{"n1"}, For: span(t, "1s")},
 		{At: span(t, "1s"), Fault: nemesis.Pause, Nodes: []string{"n9"}, For: span(t, "1s")},
-		{At: span(t, "3s"), Fault: nemesis.Failover, Via: nemesis.ViaPromote, Nodes: []string{"n1"}},
+		{At: span(t, "3s"), Fault: nemesis.Failover, FailoverParams: nemesis.FailoverParams{Via: nemesis.ViaPromote}, Nodes: []string{"n1"}},
 	}
 	err := p.Validate()
 	for _, want := range []string{

@@ -237,7 +237,7 @@ func TestOneJudgement(t *testing.T) {
 		row := validRow(t, "judge-idle", "3s")
 		row.Plan.Faults = []nemesis.Step{{
 			At: mustSpan(t, "0.5s"), Fault: nemesis.StepPause, Clients: []int{0},
-			LockStep: "between-get-and-del", Pause: mustSpan(t, "1ttl"), For: mustSpan(t, "1.5s"),
+			StepParams: nemesis.StepParams{LockStep: "between-get-and-del", Pause: mustSpan(t, "1ttl")}, For: mustSpan(t, "1.5s"),
 		}}
 		if _, err := scenarios.Parse(mustJSON(t, row), "row"); err != nil {
 			t.Fatal(err)
