@@ -71,14 +71,14 @@
 //
 // Each kind lives in one file, kind_<name>.go, with its fields and their
 // rules, what it needs of the run, how it is applied, healed and
-// described, and how Generate draws it; the registry lists them. A kind's
-// parameters are a struct declared in its own file (LinkParams,
-// RestartParams, …) and embedded in Step, so a plan's step stays one flat
-// JSON object; a span field needs no listing beyond its declaration: compiling a plan
-// and a shrink walk a step's spans (Step.Spans), and a kind reads one
-// resolved against the TTL with compiled.span. The table below is
-// rendered from the registry, and a test keeps it (and the README's copy)
-// in step:
+// described, and how Generate draws it; the file's init registers it, with
+// its rank in the documented order. A kind's parameters are a struct
+// declared in its own file (LinkParams, RestartParams, …) and embedded in
+// Step, so a plan's step stays one flat JSON object; a span field needs no
+// listing beyond its declaration: compiling a plan and a shrink walk a
+// step's spans (Step.Spans), and a kind reads one resolved against the TTL
+// with compiled.span. The table below is rendered from the registry, and a
+// test keeps it (and docs/how-it-works.md's copy) in step:
 //
 //	partition
 //	    cuts links — the shape's: clients from nodes, a client from every

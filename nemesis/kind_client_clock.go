@@ -11,6 +11,8 @@ const ClientClock Kind = "client-clock"
 
 type clientClock struct{ kindBase }
 
+func init() { register(90, clientClock{}) }
+
 func (clientClock) kind() Kind { return ClientClock }
 
 func (clientClock) doc() string {

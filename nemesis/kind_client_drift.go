@@ -11,6 +11,8 @@ const ClientDrift Kind = "client-drift"
 
 type clientDrift struct{ kindBase }
 
+func init() { register(140, clientDrift{}) }
+
 func (clientDrift) kind() Kind { return ClientDrift }
 
 func (clientDrift) doc() string {

@@ -6,6 +6,8 @@ const ClientPartition Kind = "client-partition"
 
 type clientPartition struct{ kindBase }
 
+func init() { register(120, clientPartition{}) }
+
 func (clientPartition) kind() Kind { return ClientPartition }
 
 func (clientPartition) doc() string {

@@ -7,6 +7,8 @@ const ClientPause Kind = "client-pause"
 
 type clientPause struct{ kindBase }
 
+func init() { register(80, clientPause{}) }
+
 func (clientPause) kind() Kind { return ClientPause }
 
 func (clientPause) doc() string {

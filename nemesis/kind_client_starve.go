@@ -31,6 +31,8 @@ const minPhase = time.Millisecond
 
 type clientStarve struct{ kindBase }
 
+func init() { register(150, clientStarve{}) }
+
 func (clientStarve) kind() Kind { return ClientStarve }
 
 func (clientStarve) doc() string {

@@ -14,6 +14,8 @@ const Clock Kind = "clock"
 
 type clock struct{ kindBase }
 
+func init() { register(60, clock{}) }
+
 func (clock) kind() Kind { return Clock }
 
 func (clock) doc() string {

@@ -19,6 +19,8 @@ const maxRate = 10
 
 type clockDrift struct{ kindBase }
 
+func init() { register(130, clockDrift{}) }
+
 func (clockDrift) kind() Kind { return ClockDrift }
 
 func (clockDrift) doc() string {

@@ -53,6 +53,8 @@ type shardControl interface {
 
 type failover struct{ kindBase }
 
+func init() { register(70, failover{}) }
+
 func (failover) kind() Kind { return Failover }
 
 func (failover) doc() string {

@@ -13,6 +13,8 @@ const Kill Kind = "kill"
 
 type kill struct{ kindBase }
 
+func init() { register(30, kill{}) }
+
 func (kill) kind() Kind { return Kill }
 
 func (kill) doc() string {

@@ -7,6 +7,8 @@ const Latency Kind = "latency"
 
 type latency struct{ kindBase }
 
+func init() { register(20, latency{}) }
+
 func (latency) kind() Kind { return Latency }
 
 func (latency) doc() string {

@@ -26,6 +26,8 @@ const settingsTimeout = 10 * time.Second
 
 type memory struct{ kindBase }
 
+func init() { register(160, memory{}) }
+
 func (memory) kind() Kind { return Memory }
 
 func (memory) doc() string {

@@ -7,6 +7,8 @@ const Partition Kind = "partition"
 
 type partition struct{ kindBase }
 
+func init() { register(10, partition{}) }
+
 func (partition) kind() Kind { return Partition }
 
 func (partition) doc() string {

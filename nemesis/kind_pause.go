@@ -11,6 +11,8 @@ const Pause Kind = "pause"
 
 type pause struct{ kindBase }
 
+func init() { register(50, pause{}) }
+
 func (pause) kind() Kind { return Pause }
 
 func (pause) doc() string {

@@ -13,6 +13,8 @@ const RefuseWrites Kind = "refuse-writes"
 
 type refuseWrites struct{ kindBase }
 
+func init() { register(170, refuseWrites{}) }
+
 func (refuseWrites) kind() Kind { return RefuseWrites }
 
 func (refuseWrites) doc() string {

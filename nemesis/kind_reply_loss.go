@@ -12,6 +12,8 @@ const ReplyLoss Kind = "reply-loss"
 
 type replyLoss struct{ kindBase }
 
+func init() { register(180, replyLoss{}) }
+
 func (replyLoss) kind() Kind { return ReplyLoss }
 
 func (replyLoss) doc() string {

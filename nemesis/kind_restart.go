@@ -14,6 +14,8 @@ const Restart Kind = "restart"
 
 type restart struct{ kindBase }
 
+func init() { register(40, restart{}) }
+
 func (restart) kind() Kind { return Restart }
 
 func (restart) doc() string {

@@ -13,6 +13,8 @@ const StepCrash Kind = "step-crash"
 
 type stepCrash struct{ kindBase }
 
+func init() { register(110, stepCrash{}) }
+
 func (stepCrash) kind() Kind { return StepCrash }
 
 func (stepCrash) doc() string {

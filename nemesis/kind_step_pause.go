@@ -14,6 +14,8 @@ const StepPause Kind = "step-pause"
 
 type stepPause struct{ kindBase }
 
+func init() { register(100, stepPause{}) }
+
 func (stepPause) kind() Kind { return StepPause }
 
 func (stepPause) doc() string {

@@ -49,22 +49,28 @@ type faultKind interface {
 	draw(g *gen, a aim) (Step, bool)
 }
 
-// registry lists every kind, in the order the documentation gives them.
-var registry = []faultKind{
-	partition{}, latency{}, kill{}, restart{}, pause{}, clock{}, failover{},
-	clientPause{}, clientClock{}, stepPause{}, stepCrash{}, clientPartition{},
-	clockDrift{}, clientDrift{}, clientStarve{},
-	memory{}, refuseWrites{}, replyLoss{},
-}
+// registry lists every kind, in the order the documentation gives them:
+// each kind's file registers it, with its rank in that order, from an init
+// function (register), so a new kind touches no other file.
+var registry []faultKind
 
-// Kinds lists every fault kind.
-var Kinds = func() []Kind {
-	out := make([]Kind, len(registry))
-	for i, k := range registry {
-		out[i] = k.kind()
+// ranks are the registered kinds' ranks, in the registry's order.
+var ranks []int
+
+// Kinds lists every fault kind, in the registry's order.
+var Kinds []Kind
+
+// register adds kind k at rank (its place in the documented order; ranks
+// are unique). It is called from the kinds' init functions only.
+func register(rank int, k faultKind) {
+	i, dup := slices.BinarySearch(ranks, rank)
+	if dup || slices.Contains(Kinds, k.kind()) {
+		panic(fmt.Sprintf("nemesis: kind %s registered twice, or at rank %d taken", k.kind(), rank))
 	}
-	return out
-}()
+	ranks = slices.Insert(ranks, i, rank)
+	registry = slices.Insert(registry, i, k)
+	Kinds = slices.Insert(Kinds, i, k.kind())
+}
 
 // KindList is fault kinds as a command-line flag gives them (a
 // pflag.Value): comma separated, repeatable, a kind given twice weighs
