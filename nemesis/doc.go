@@ -88,12 +88,14 @@
 //	    takes: shape, nodes, node, clients, client, links, mode, direction;
 //	      for > 0
 //	    needs: links (clients, or replication)
+//	    traits: touches-node, isolates-node, isolates-client
 //	latency
 //	    delays the shape's links by "latency" ± "jitter" for "for", one way
 //	      or both
 //	    takes: shape, nodes, node, clients, client, links, direction,
 //	      latency, jitter; for > 0
 //	    needs: links (clients, or replication)
+//	    traits: touches-node, slows-links
 //	kill
 //	    SIGKILLs nodes and starts them again after "for" ("persistence" is
 //	      the mode they run in from then on: none comes back empty, an AOF
@@ -101,21 +103,25 @@
 //	      by default the node's own)
 //	    takes: nodes, node, persistence; for > 0
 //	    needs: provider control kill/start
+//	    traits: touches-node, stops-node, restarts-node, loses-key
 //	restart
 //	    SIGKILLs nodes and starts them again at once or after "delay"
 //	      ("persistence" as for kill); it ends when they answer
 //	    takes: nodes, node, persistence, delay; no for
 //	    needs: provider control kill/start
+//	    traits: touches-node, stops-node, restarts-node, loses-key
 //	pause
 //	    freezes nodes (SIGSTOP: connections stay open, nothing is answered)
 //	      for "for"
 //	    takes: nodes, node; for > 0
 //	    needs: provider control pause/resume
+//	    traits: touches-node, stops-node, freezes-node
 //	clock
 //	    shifts nodes' wall clocks by "offset" for "for", or with "strobe"
 //	      flips between that and 0 every strobe; offsets on one node add up
 //	    takes: nodes, node, offset, strobe; for > 0
 //	    needs: the clock shim, provider control clock
+//	    traits: touches-node, moves-node-clock
 //	failover
 //	    moves the primary ("via" kill: SIGKILL it, Sentinel — or a Redis
 //	      Cluster — promotes a replica; sentinel: SENTINEL FAILOVER;
@@ -126,31 +132,37 @@
 //	      grant it waits for and "lag" are lost; the new roles stay
 //	    takes: via, nodes, cut_replication, lag; for ≥ 0
 //	    needs: a replicated topology
+//	    traits: touches-node, promotes-replica, loses-key
 //	client-pause
 //	    stops client processes (SIGSTOP: workload, watchdog and sockets) for
 //	      "for"; pauses of one client are counted
 //	    takes: clients, client; for > 0
 //	    needs: clients, process clients
+//	    traits: stops-client
 //	client-clock
 //	    shifts clients' wall clocks by "offset" for "for"; offsets on one
 //	      client add up
 //	    takes: clients, client, offset; for > 0
 //	    needs: clients
+//	    traits: moves-client-clock
 //	step-pause
 //	    arms clients to stop (SIGSTOP) for "pause" when they next reach the
 //	      lock step "step"; the arming lasts "for"
 //	    takes: clients, client, step, pause; for > 0
 //	    needs: clients, process clients
+//	    traits: stops-client, arms-step
 //	step-crash
 //	    arms clients to crash when they next reach the lock step "step"; the
 //	      arming lasts "for"
 //	    takes: clients, client, step; for > 0
 //	    needs: clients
+//	    traits: crashes-client, arms-step
 //	client-partition
 //	    cuts clients from every node and holds back their writes to the
 //	      protected resource until the heal, as TCP would, for "for"
 //	    takes: clients, client, mode, direction; for > 0
 //	    needs: clients
+//	    traits: isolates-client
 //	drift
 //	    runs nodes' wall clocks at "rate" times the host's pace for "for"
 //	      (the clock shim's drift: a node at 1.5 gains half a second a
@@ -158,11 +170,13 @@
 //	      the host's time; rates on one node add up
 //	    takes: nodes, node, rate; for > 0
 //	    needs: the clock shim, provider control clock, clock rate
+//	    traits: touches-node, moves-node-clock
 //	client-drift
 //	    runs clients' wall clocks at "rate" times the host's pace for "for",
 //	      then steps them back; rates on one client add up
 //	    takes: clients, client, rate; for > 0
 //	    needs: clients
+//	    traits: moves-client-clock
 //	client-starve
 //	    starves client processes for "for": every "period" they run for
 //	      "share" of it and are stopped (SIGSTOP) for the rest, so what
@@ -170,6 +184,7 @@
 //	      keeps working; stops of one client are counted with client-pause's
 //	    takes: clients, client, share, period; for > 0
 //	    needs: clients, process clients
+//	    traits: stops-client
 //	memory
 //	    fills primaries up to a memory limit just above what they used
 //	      (CONFIG SET maxmemory) under maxmemory-policy "policy", with keys
@@ -181,6 +196,7 @@
 //	      fillers
 //	    takes: nodes, node, policy, strobe; for > 0
 //	    needs: provider control config
+//	    traits: touches-node, fills-memory, refuses-writes, loses-key
 //	refuse-writes
 //	    makes primaries refuse every write for "for", as "refusal" says:
 //	      misconf — a save fails ("dir" moved where it cannot write) while
@@ -190,6 +206,7 @@
 //	      client still talking to it; the heal restores the settings
 //	    takes: nodes, node, refusal; for > 0
 //	    needs: provider control config
+//	    traits: touches-node, refuses-writes
 //	reply-loss
 //	    loses the replies on every client's link to nodes for "for" — the
 //	      commands run, their answers never arrive — or, with "latency",
@@ -198,6 +215,7 @@
 //	      runs it twice
 //	    takes: nodes, node, latency, jitter; for > 0
 //	    needs: clients
+//	    traits: touches-node, loses-replies
 //
 // Link shapes (partition, latency) are described on Shape; without a
 // shape, targets pick one: nodes or node → "nodes" (cut from every client),

@@ -283,7 +283,7 @@ func (g *gen) bareMajorityScene(mix []Kind, fk faultKind) ([]Step, bool) {
 	if g.o.Concurrency < 2 || g.o.Key == "" || !g.bareMajority() || !slices.Contains(mix, Partition) || g.rng.IntN(10) >= 7 {
 		return nil, false
 	}
-	follows := func(k faultKind) bool { return k.traits().forgets }
+	follows := func(k faultKind) bool { return k.sharing().forgets }
 	if !follows(fk) {
 		var cands []faultKind
 		for _, k := range mix {
@@ -392,7 +392,7 @@ func (g *gen) window(c *compiled) (from, to time.Duration) {
 	if a, ok := c.kind.(allowancer); ok {
 		return from, to + a.allowanceOf(c)
 	}
-	return from, to + c.kind.traits().allowance
+	return from, to + c.kind.sharing().allowance
 }
 
 // allowancer is a kind whose allowance depends on the step (a failover's
