@@ -18,7 +18,6 @@
 package coverage
 
 import (
-	"fmt"
 	"slices"
 	"time"
 
@@ -53,9 +52,10 @@ type Setup struct {
 	// Renews: the lock renews its leases in the background, or the
 	// workload extends them.
 	Renews bool
-	// Kinds are the fault kinds the run or the hunt draws from; a window
-	// none of them can reach is out of reach. Empty: any.
-	Kinds []string
+	// Traits are those of the fault kinds the run or the hunt draws from
+	// (the runner asks each kind, nemesis.Kind.Traits); a window none of
+	// them can reach is out of reach. Empty: any.
+	Traits history.TraitSet
 }
 
 // Window is one dangerous window.
@@ -73,8 +73,9 @@ type Window struct {
 	// campaign sets finds that followed only generic windows apart from
 	// its candidates.
 	Generic bool
-	// Kinds are the fault kinds that can reach it.
-	Kinds []string
+	// Traits are those of the faults that can reach it (any one of them):
+	// its judgement reads a fault's traits, never its kind's name.
+	Traits history.TraitSet
 	// applies says why the window does not apply to a setup, "" when it
 	// does.
 	applies func(Setup) string
@@ -85,18 +86,13 @@ type Window struct {
 // Applies says why w does not apply to s, "" when it does.
 func (w Window) Applies(s Setup) string { return w.applies(s) }
 
-// OutOfReach says why none of kinds can reach w, "" when one can or kinds
-// is empty.
-func (w Window) OutOfReach(kinds []string) string {
-	if len(kinds) == 0 {
+// OutOfReach says why no fault with traits can reach w, "" when one can
+// or traits is empty (any fault may be drawn).
+func (w Window) OutOfReach(traits history.TraitSet) string {
+	if len(traits) == 0 || traits.Has(w.Traits...) {
 		return ""
 	}
-	for _, k := range kinds {
-		if slices.Contains(w.Kinds, k) {
-			return ""
-		}
-	}
-	return fmt.Sprintf("needs a fault of %v", w.Kinds)
+	return "needs a fault that " + w.Traits.Or()
 }
 
 // Reach is one time a run was in a window.
@@ -117,7 +113,7 @@ type Heading struct {
 	Label  string `json:"label"`
 	Reason string `json:"reason"`
 	// NotApplicable says why the window does not apply to the run's lock
-	// and topology; OutOfReach why none of its fault kinds can reach it.
+	// and topology; OutOfReach why none of the faults drawn can reach it.
 	// Either makes it not count (Counts).
 	NotApplicable string `json:"not_applicable,omitempty"`
 	OutOfReach    string `json:"out_of_reach,omitempty"`
@@ -130,7 +126,7 @@ func (h Heading) Counts() bool { return h.NotApplicable == "" && h.OutOfReach ==
 // heading is w's Heading under setup s.
 func (w Window) heading(s Setup) Heading {
 	return Heading{Name: w.Name, Label: w.Label, Reason: w.Reason,
-		NotApplicable: w.Applies(s), OutOfReach: w.OutOfReach(s.Kinds)}
+		NotApplicable: w.Applies(s), OutOfReach: w.OutOfReach(s.Traits)}
 }
 
 // Result is one window's coverage in a run.

@@ -2,6 +2,7 @@ package coverage
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -115,7 +116,7 @@ func clients(f fault) []int {
 // topology's roles are no longer known from Setup.
 func (v *view) failedOverBefore(t int64) bool {
 	for _, f := range v.faults {
-		if f.Kind == "failover" && f.Start < t {
+		if f.Traits.Has(promoteTraits...) && f.Start < t {
 			return true
 		}
 	}
@@ -126,7 +127,7 @@ func (v *view) failedOverBefore(t int64) bool {
 func (v *view) cutAt(t int64) []string {
 	var out []string
 	for _, f := range v.faults {
-		if f.Kind != "partition" || f.Start > t || f.Stop <= t || len(clients(f)) > 0 {
+		if !f.Traits.Has(cutTraits...) || f.Start > t || f.Stop <= t || len(clients(f)) > 0 {
 			continue
 		}
 		for _, n := range v.nodes(f) {
@@ -191,6 +192,9 @@ func holdText(h checker.Hold) string {
 func (v *view) leaseNodeFaults() []Reach {
 	var out []Reach
 	for _, f := range v.faults {
+		if !f.Traits.Has(nodeTraits...) {
+			continue
+		}
 		h, on, ok := v.onLease(f, nil)
 		if !ok {
 			continue
@@ -205,7 +209,7 @@ func (v *view) restartsEmpty() []Reach {
 	expiry := v.s.TTL - v.s.Validity // what the key outlives the validity by
 	var out []Reach
 	for _, f := range v.faults {
-		if !slices.Contains(startKinds, f.Kind) || !f.seen.Empty || !f.Healed {
+		if !f.Traits.Has(startTraits...) || !f.seen.Empty || !f.Healed {
 			continue
 		}
 		// Down while the lease was held, back before its key expired.
@@ -222,19 +226,35 @@ func (v *view) restartsEmpty() []Reach {
 	return out
 }
 
+// clocksPastValidity: a fault put a lease node's clock ahead by more than
+// the validity while the lease was held — a step (Fault.Offset), or a
+// drift (Fault.Rate above 1) that gained that much during the hold. A
+// clock put behind makes keys outlive their TTL and is not this window.
 func (v *view) clocksPastValidity() []Reach {
+	valid := int64(v.s.Validity)
 	var out []Reach
 	for _, f := range v.faults {
-		if !slices.Contains(clockKinds, f.Kind) || f.seen.Offset <= int64(v.s.Validity) {
+		if !f.Traits.Has(clockTraits...) || f.seen.Offset <= valid && f.seen.Rate <= 1 {
 			continue
 		}
-		h, on, ok := v.onLease(f, nil)
+		stepped := f.seen.Offset > valid
+		// A drift gains (rate − 1) a second: the hold must overlap it for
+		// longer than the validity over that.
+		gains := func(h checker.Hold) bool {
+			return stepped || float64(min(f.Stop, h.End)-max(f.Start, h.Start))*(f.seen.Rate-1) > float64(valid)
+		}
+		h, on, ok := v.onLease(f, gains)
 		if !ok {
 			continue
 		}
-		out = append(out, Reach{From: max(f.Start, h.Start), To: min(f.Stop, h.End), Faults: []string{f.ID},
+		from, moved := max(f.Start, h.Start), time.Duration(f.seen.Offset)
+		if !stepped {
+			from += int64(float64(valid) / (f.seen.Rate - 1))
+			moved = time.Duration(float64(min(f.Stop, h.End)-max(f.Start, h.Start)) * (f.seen.Rate - 1))
+		}
+		out = append(out, Reach{From: from, To: min(f.Stop, h.End), Faults: []string{f.ID},
 			Note: fmt.Sprintf("%s's clock moved %v (validity %v) while %s was held", nodesList(on),
-				time.Duration(f.seen.Offset), v.s.Validity, holdText(h))})
+				moved.Round(time.Millisecond), v.s.Validity, holdText(h))})
 	}
 	return out
 }
@@ -255,7 +275,7 @@ func (v *view) acquired(h checker.Hold) int64 {
 func (v *view) holdersStopped() []Reach {
 	var out []Reach
 	for _, f := range v.faults {
-		if !slices.Contains(stopKinds, f.Kind) {
+		if !f.Traits.Has(stopTraits...) {
 			continue
 		}
 		cs := clients(f)
@@ -315,7 +335,7 @@ func covered(rs []Reach, t int64) bool {
 func (v *view) cutters(t int64) []string {
 	var out []string
 	for _, f := range v.faults {
-		if f.Kind == "partition" && f.Start <= t && t < f.Stop && len(clients(f)) == 0 && len(v.nodes(f)) > 0 {
+		if f.Traits.Has(cutTraits...) && f.Start <= t && t < f.Stop && len(clients(f)) == 0 && len(v.nodes(f)) > 0 {
 			out = append(out, f.ID)
 		}
 	}
@@ -339,7 +359,7 @@ func writesKey(o history.Op) bool {
 func (v *view) promotionsLackingKey() []Reach {
 	var out []Reach
 	for _, f := range v.faults {
-		if f.Kind != "failover" {
+		if !f.Traits.Has(promoteTraits...) {
 			continue
 		}
 		// The cut replication: the failover's own (from its start, until
@@ -367,7 +387,7 @@ func (v *view) promotionsLackingKey() []Reach {
 // replicationCut is a fault cutting replication at t.
 func (v *view) replicationCut(t int64) (fault, bool) {
 	for _, f := range v.faults {
-		if f.seen.CutReplication && f.Kind != "failover" && f.Start <= t && t <= f.Stop {
+		if f.seen.CutReplication && !f.Traits.Has(promoteTraits...) && f.Start <= t && t <= f.Stop {
 			return f, true
 		}
 	}
@@ -421,7 +441,7 @@ func (v *view) lostAcquireReplies() []Reach {
 			end, how = v.ops[j].Time, "unknown: "+v.ops[j].Error
 		}
 		for _, f := range v.faults {
-			if !slices.Contains(replyKinds, f.Kind) || f.Start > end || f.Stop < o.Time {
+			if !f.Traits.Has(replyTraits...) || f.Start > end || f.Stop < o.Time {
 				continue
 			}
 			if cs := clients(f); len(cs) > 0 && !slices.Contains(cs, o.Client) {
@@ -457,25 +477,141 @@ func (v *view) withFaults(rs []Reach) []Reach {
 func (v *view) acquiresStalled() []Reach {
 	var out []Reach
 	for i, o := range v.ops {
-		j := v.peer[i]
-		if o.IsNemesis() || o.F != history.Acquire || o.Type != history.Invoke || j < 0 || v.ops[j].Type != history.OK {
+		f, ok := v.stalled(i)
+		if !ok {
 			continue
 		}
-		done := v.ops[j].Time
+		done := v.ops[v.peer[i]].Time
+		out = append(out, Reach{From: f.Start, To: done, Faults: []string{f.ID},
+			Note: fmt.Sprintf("client %d stopped by %s inside its acquire on %q, granted %v after it asked", o.Client, f.Kind, o.Key,
+				time.Duration(done-o.Time).Round(time.Millisecond))})
+	}
+	return out
+}
+
+// grant is the position of the ok that completes the acquire invoked at
+// ops[i], -1 when ops[i] is no acquire invoke or it was not granted.
+func (v *view) grant(i int) int {
+	o, j := v.ops[i], v.peer[i]
+	if o.IsNemesis() || o.F != history.Acquire || o.Type != history.Invoke || j < 0 || v.ops[j].Type != history.OK {
+		return -1
+	}
+	return j
+}
+
+// stalled is the fault that stopped the client of the acquire invoked at
+// ops[i] after its request went out and before its grant came back, for
+// longer than a lease is valid: acquire-stalled's rule.
+func (v *view) stalled(i int) (fault, bool) {
+	j := v.grant(i)
+	if j < 0 {
+		return fault{}, false
+	}
+	o, done := v.ops[i], v.ops[j].Time
+	for _, f := range v.faults {
+		if !f.Traits.Has(stallTraits...) || !slices.Contains(clients(f), o.Client) {
+			continue
+		}
+		if f.Start < o.Time || f.Start >= done || f.Effect <= o.Time+int64(v.s.Validity) {
+			continue
+		}
+		return f, true
+	}
+	return fault{}, false
+}
+
+// lateGrants: an acquire granted (ok) whose reply reached its client after
+// the validity the grant carries had ended — the lease ran out before its
+// holder heard of it. A grant acquire-stalled counts (one stop of the
+// client outlasting the validity) is not counted again: the two windows
+// split the late grants by cause. Named are the faults with a trait of
+// the window active during the call (those aimed at clients only when
+// they hit this one).
+func (v *view) lateGrants() []Reach {
+	var out []Reach
+	for i, o := range v.ops {
+		j := v.grant(i)
+		if j < 0 {
+			continue
+		}
+		g := v.ops[j]
+		if g.ValidUntil == 0 || history.NoExpiry(g.ValidUntil) || g.Time <= g.ValidUntil {
+			continue
+		}
+		if _, ok := v.stalled(i); ok {
+			continue
+		}
+		r := Reach{From: g.ValidUntil, To: g.Time,
+			Note: fmt.Sprintf("client %d's acquire on %q was granted %v after its lease's validity ended (asked %v before the grant)",
+				o.Client, o.Key, time.Duration(g.Time-g.ValidUntil).Round(time.Millisecond), time.Duration(g.Time-o.Time).Round(time.Millisecond))}
 		for _, f := range v.faults {
-			if !slices.Contains(stallKinds, f.Kind) || !slices.Contains(clients(f), o.Client) {
+			if !f.Traits.Has(lateTraits...) || f.Start > g.Time || f.Effect < o.Time {
 				continue
 			}
-			// Stopped after the request went out, before the grant came
-			// back, for longer than the lease was valid.
-			if f.Start < o.Time || f.Start >= done || f.Effect <= o.Time+int64(v.s.Validity) {
+			if cs := clients(f); len(cs) > 0 && !slices.Contains(cs, o.Client) {
 				continue
 			}
-			out = append(out, Reach{From: f.Start, To: done, Faults: []string{f.ID},
-				Note: fmt.Sprintf("client %d stopped by %s inside its acquire on %q, granted %v after it asked", o.Client, f.Kind, o.Key,
-					time.Duration(done-o.Time).Round(time.Millisecond))})
+			r.Faults = append(r.Faults, f.ID)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// clientClocksMoved: a fault moved the wall clock of a client by more than
+// the validity while that client held a lease — a step (Fault.Offset,
+// either way) at the fault's start or at its heal, which steps it back, or
+// a drift (Fault.Rate) that moved it that far during the hold or whose
+// heal stepped it back by that much during it.
+func (v *view) clientClocksMoved() []Reach {
+	valid := time.Duration(v.s.Validity)
+	var out []Reach
+	for _, f := range v.faults {
+		if !f.Traits.Has(skewTraits...) {
+			continue
+		}
+		cs := clients(f)
+		for _, h := range v.holds {
+			if !slices.Contains(cs, h.Client) || h.Start > f.Stop || f.Start > h.End {
+				continue
+			}
+			during := func(t int64) bool { return h.Start <= t && t <= h.End }
+			// From when the clock was off by more than the validity, to
+			// the end of the hold or of the fault, whichever came first
+			// (to the end of the hold, after the heal stepped it back).
+			var moved time.Duration
+			at, until := int64(-1), min(f.Stop, h.End)
+			if off := time.Duration(abs(f.seen.Offset)); off > valid {
+				switch {
+				case during(f.Start):
+					moved, at = off, f.Start
+				case f.Healed && during(f.Stop):
+					moved, at, until = off, f.Stop, h.End
+				}
+			}
+			if rate := math.Abs(f.seen.Rate - 1); f.seen.Rate != 0 && at < 0 {
+				from := max(f.Start, h.Start)
+				if d := time.Duration(float64(until-from) * rate); d > valid {
+					moved, at = d, from+int64(float64(valid)/rate)
+				} else if d := time.Duration(float64(f.Stop-f.Start) * rate); f.Healed && during(f.Stop) && d > valid {
+					moved, at, until = d, f.Stop, h.End
+				}
+			}
+			if at < 0 {
+				continue
+			}
+			out = append(out, Reach{From: at, To: until, Faults: []string{f.ID},
+				Note: fmt.Sprintf("client %d's clock moved %v by %s (validity %v) while it held %q", h.Client,
+					moved.Round(time.Millisecond), f.Kind, v.s.Validity, h.Key)})
 			break
 		}
 	}
 	return out
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
