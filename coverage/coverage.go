@@ -7,8 +7,14 @@
 //
 // A window is judged from the history and the faults as they ran: the
 // nemesis's start and stop records with what it saw as it applied each
-// fault (history.Fault's Lease, Empty, Offset, CutReplication), never from
-// the plan. A run writes its coverage to coverage.json beside its report
+// fault (history.Fault's Lease, Empty, Offset, Rate, CutReplication),
+// never from the plan. A fault is known by its traits (history.Fault's
+// Traits: what it does, as its kind declares it), never by its kind's
+// name: each window lists the traits that reach it (Window.Traits), so a
+// new fault kind reaches every window whose traits it declares. A window
+// is generic (Window.Generic) when an anomaly that follows it is the limit
+// of any lock without fencing or a validity its holder checks, not news
+// about the lock; Run.Followed says which windows an anomaly followed. A run writes its coverage to coverage.json beside its report
 // (Run); a hunt adds its attempts' up (Tally) and says, when it found
 // nothing, how often each window was reached.
 //

@@ -72,7 +72,8 @@
 // Each kind lives in one file, kind_<name>.go, with its fields and their
 // rules, what it needs of the run, how it is applied, healed and
 // described, and how Generate draws it; the file's init registers it, with
-// its rank in the documented order. A kind's parameters are a struct
+// its rank in the documented order, and it declares its traits: what its
+// faults do, as history.Trait names it (below). A kind's parameters are a struct
 // declared in its own file (LinkParams, RestartParams, …) and embedded in
 // Step, so a plan's step stays one flat JSON object; a span field needs no
 // listing beyond its declaration: compiling a plan and a shrink walk a
@@ -234,6 +235,42 @@
 // kill" starts again, as a replica of the new primary. The new topology
 // stays: a failover is not undone.
 //
+// # Traits and families
+//
+// A kind's traits (Kind.Traits) are the whole of what the rest of tumbler
+// knows of what its faults do: the nemesis records them on every fault
+// (history.Fault.Traits); the dangerous windows (package coverage), the
+// refusals checker and a guided hunt read them, never a kind's name; and
+// within this package the overlap rules and the runner read the traits
+// that say a kind stops a node (stops-node), restarts one (restarts-node),
+// arms a lock step (arms-step), promotes a replica (promotes-replica) or
+// slows links (slows-links). The vocabulary is history.Traits:
+//
+//	touches-node        acts on the data nodes it targets
+//	stops-node          stops data nodes for a while (kills or freezes them)
+//	restarts-node       kills data nodes and starts them again
+//	freezes-node        freezes data nodes: nothing answered until it ends
+//	isolates-node       cuts data nodes off, from clients or each other
+//	isolates-client     cuts a client off from the data nodes
+//	slows-links         delays the packets on links
+//	loses-replies       loses (or delays) replies of commands that ran
+//	stops-client        stops or starves a client's process
+//	crashes-client      crashes a client
+//	arms-step           arms a lock step, acting only if it is reached
+//	moves-node-clock    steps or drifts a data node's wall clock
+//	moves-client-clock  steps or drifts a client's wall clock
+//	loses-key           can lose a held key
+//	refuses-writes      makes data nodes refuse writes
+//	fills-memory        fills a node's memory to its limit
+//	promotes-replica    moves the primary role to a replica
+//
+// A test refuses a kind that declares none and a trait no kind declares.
+// KindsWith lists the kinds with any of some traits, and Families groups
+// the kinds as a campaign hunts them — network, process, clock,
+// persistence, memory, replies, clients, steps, failover —, each family
+// declared by its traits, so a new kind joins the families of its traits
+// with no edit here (a test holds every kind to one family at least).
+//
 // # Targets chosen when a step applies
 //
 // A step can name its targets by role, resolved when it applies — for a
@@ -288,8 +325,11 @@
 //
 // Each applied step gives two history records of process nemesis with F
 // "start" and "stop", type info, and a Fault with ID "f<step>", the kind,
-// the targets (node names, "client:<i>", or link names) and one sentence
-// saying what it did ("cut n4, n5 from every client for 2s (blackhole)").
+// its traits, the targets (node names, "client:<i>", or link names) and
+// one sentence saying what it did ("cut n4, n5 from every client for 2s
+// (blackhole)"), and on the start what coverage judges from (the nodes of
+// the lease a selector read, a node back empty, a clock's offset or rate,
+// a replication cut).
 // The start's Time is taken just before the fault is applied and the
 // stop's just after the heal completed (for a restart, when the nodes
 // answer again), so the window covers the whole fault. Client is the

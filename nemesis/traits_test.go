@@ -3,6 +3,7 @@ package nemesis
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -33,9 +34,16 @@ func TestKindsDeclareTraits(t *testing.T) {
 			declared[tr] = true
 		}
 	}
+	doc, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tr := range history.Traits() {
 		if !declared[tr] {
 			t.Errorf("no kind declares trait %s", tr)
+		}
+		if !strings.Contains(string(doc), "//\t"+string(tr)+" ") {
+			t.Errorf("doc.go's list of traits lacks %s", tr)
 		}
 	}
 	if Kind("meteor").Traits() != nil {
