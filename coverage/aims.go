@@ -1,6 +1,7 @@
 package coverage
 
 import (
+	"math"
 	"slices"
 	"time"
 
@@ -24,11 +25,12 @@ type Shape struct {
 	Acquiring bool
 	// Empty: the nodes come back without their data.
 	Empty bool
-	// Offset is how far it moves a clock (a step's offset, or what a
-	// drift gains over its length; negative: behind); Stop how long it
-	// stops or cuts its clients (a pause, or the fault's length); Delay
-	// how long it delays each reply (a latency).
+	// Offset is how far it steps a clock (negative: behind), Rate the pace
+	// a drift runs it at; Stop how long it stops or cuts its clients (a
+	// pause, or the fault's length); Delay how long it delays each reply
+	// (a latency).
 	Offset time.Duration
+	Rate   float64
 	Stop   time.Duration
 	Delay  time.Duration
 	// Cut is how many nodes a partition cuts from the clients.
@@ -52,7 +54,9 @@ func (w Window) Aims(sh Shape, s Setup) bool {
 	case RestartEmpty:
 		return sh.Empty && onLease
 	case ClockPastValidity:
-		return sh.Offset > s.Validity && onLease
+		// A step past the validity, or a drift whose keys live TTL/rate,
+		// less than the validity.
+		return onLease && (sh.Offset > s.Validity || sh.Rate*float64(s.Validity) > float64(s.TTL))
 	case HolderStopped:
 		return sh.Holder && sh.Stop > s.Validity
 	case AcquireStalled:
@@ -67,7 +71,11 @@ func (w Window) Aims(sh Shape, s Setup) bool {
 	case LostAcquireReply:
 		return true
 	case ClientClockMoved:
-		return sh.Holder && max(sh.Offset, -sh.Offset) > s.Validity
+		// A client's clock stepped either way, or drifted over the fault's
+		// length, by more than the validity: the holder's, or another's
+		// while someone holds.
+		drift := time.Duration(math.Abs(sh.Rate-1) * float64(sh.Stop))
+		return max(sh.Offset, -sh.Offset) > s.Validity || sh.Rate != 0 && drift > s.Validity
 	}
 	return false
 }

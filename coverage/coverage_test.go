@@ -554,8 +554,10 @@ func TestLateGrant(t *testing.T) {
 
 // TestClientClockMoved: a holder's own clock stepped by more than the
 // validity, either way, while it held — at the fault's start or at its
-// heal —, or drifted that far during the hold; not a small step, nor a
-// step that came and went outside the hold, nor another client's clock.
+// heal —, or drifted that far during the hold; another client's clock that
+// far off while the lease was held; not a small step, nor a holder's
+// step that came and went outside its hold, nor a clock off while nobody
+// held.
 func TestClientClockMoved(t *testing.T) {
 	for _, c := range []struct {
 		name        string
@@ -569,7 +571,9 @@ func TestClientClockMoved(t *testing.T) {
 		{"stepped a little", history.Fault{Offset: int64(500 * time.Millisecond)}, 300, 700, 0, 0},
 		{"stepped back at the heal while held", history.Fault{Offset: int64(-3 * time.Second)}, 50, 400, 1, 400},
 		{"stepped before the hold and back after it", history.Fault{Offset: int64(-3 * time.Second)}, 50, 1500, 0, 0},
-		{"another client's clock", history.Fault{Offset: int64(-3 * time.Second), Targets: []string{"client:1"}}, 300, 700, 0, 0},
+		{"another client's clock while the lease was held", history.Fault{Offset: int64(3 * time.Second), Targets: []string{"client:1"}}, 300, 700, 1, 300},
+		{"another client's clock drifting at 3× while it was held", history.Fault{Rate: 3, Targets: []string{"client:1"}}, 150, 950, 1, 600},
+		{"another client's clock once nobody held", history.Fault{Offset: int64(3 * time.Second), Targets: []string{"client:1"}}, 1250, 1400, 0, 0},
 		{"drifted at 3× for 800 ms while held", history.Fault{Rate: 3}, 150, 950, 1, 150 + 450},
 		{"drifted at 1.5× for 800 ms while held", history.Fault{Rate: 1.5}, 150, 950, 0, 0},
 	} {
@@ -593,26 +597,35 @@ func TestClientClockMoved(t *testing.T) {
 	}
 	w, _ := Lookup(ClientClockMoved)
 	clk := nemesis.ClientClock.Traits()
-	if !w.Aims(Shape{Traits: clk, Holder: true, Offset: -2 * time.Second}, one) || w.Aims(Shape{Traits: clk, Offset: -2 * time.Second}, one) ||
+	if !w.Aims(Shape{Traits: clk, Holder: true, Offset: -2 * time.Second}, one) || !w.Aims(Shape{Traits: clk, Offset: 2 * time.Second}, one) ||
+		w.Aims(Shape{Traits: clk, Holder: true, Offset: 500 * time.Millisecond}, one) ||
 		w.Aims(Shape{Traits: nemesis.Clock.Traits(), Holder: true, Offset: -2 * time.Second}, one) {
-		t.Error("a holder's clock stepped 2 s behind aims at the window; a random client's, or a node's, does not")
+		t.Error("a client's clock stepped 2 s either way aims at the window; by 500 ms, or a node's, it does not")
 	}
 }
 
-// TestClockDriftPastValidity: a lease node's clock running fast gains the
-// validity during the hold at 3× (0.8 s × 2) but not at 1.5×; a drift
-// recorded without its rate (a history written before rates were) reaches
-// nothing, as it did.
+// TestClockDriftPastValidity: a lease node's clock running fast expires
+// the key before its holder's validity ends when the rate is above
+// TTL/validity (here 1 s / 900 ms ≈ 1.11: the catalog's redlock-drift
+// rows' rule); a slower drift, one behind, and a drift recorded without
+// its rate (a history written before rates were) reach nothing.
 func TestClockDriftPastValidity(t *testing.T) {
 	for _, c := range []struct {
 		rate float64
 		want int
-	}{{3, 1}, {1.5, 0}, {0.5, 0}, {0, 0}} {
+		from int64 // ms: when the key expired on the node
+	}{{3, 1, 466}, {1.2, 1, 941}, {1.1, 0, 0}, {0.5, 0, 0}, {0, 0, 0}} {
 		h := &hist{}
 		h.hold(0, 100, 1000, 950)
 		h.fault(history.Fault{ID: "f0", Kind: "drift", Targets: []string{"n1"}, Rate: c.rate}, 150, 1500)
-		if w := reached(t, judge(t, one, h), ClockPastValidity); w.Reached != c.want {
-			t.Errorf("rate %v: reached %d, want %d (%+v)", c.rate, w.Reached, c.want, w)
+		w := reached(t, judge(t, one, h), ClockPastValidity)
+		if w.Reached != c.want || c.want > 0 && w.First/ms != c.from {
+			t.Errorf("rate %v: reached %d from %d ms, want %d from %d ms (%+v)", c.rate, w.Reached, w.First/ms, c.want, c.from, w)
 		}
+	}
+	w, _ := Lookup(ClockPastValidity)
+	drift := nemesis.ClockDrift.Traits()
+	if !w.Aims(Shape{Traits: drift, Lease: true, Rate: 1.2}, one) || w.Aims(Shape{Traits: drift, Lease: true, Rate: 1.1}, one) || w.Aims(Shape{Traits: drift, Rate: 1.2}, one) {
+		t.Error("a drift of the lease's node at 1.2× aims at the window; at 1.1×, or off the lease, it does not")
 	}
 }

@@ -226,10 +226,15 @@ func (v *view) restartsEmpty() []Reach {
 	return out
 }
 
-// clocksPastValidity: a fault put a lease node's clock ahead by more than
-// the validity while the lease was held — a step (Fault.Offset), or a
-// drift (Fault.Rate above 1) that gained that much during the hold. A
-// clock put behind makes keys outlive their TTL and is not this window.
+// clocksPastValidity: a fault moved the clock of a node of a held lease so
+// that the node expires the key before the holder's validity ends — a
+// step ahead by more than the validity (Fault.Offset: the key is gone at
+// once, whenever in the lease it came), or a drift (Fault.Rate) fast
+// enough that the node's clock gains more than the drift allowance (TTL −
+// validity) before the validity ends: at a rate r from the lease's start
+// the key lives TTL/r, under the validity when r > TTL/validity (the
+// catalog's redlock-drift rows). A clock put behind makes keys outlive
+// their TTL and is not this window.
 func (v *view) clocksPastValidity() []Reach {
 	valid := int64(v.s.Validity)
 	var out []Reach
@@ -237,26 +242,46 @@ func (v *view) clocksPastValidity() []Reach {
 		if !f.Traits.Has(clockTraits...) || f.seen.Offset <= valid && f.seen.Rate <= 1 {
 			continue
 		}
-		stepped := f.seen.Offset > valid
-		// A drift gains (rate − 1) a second: the hold must overlap it for
-		// longer than the validity over that.
-		gains := func(h checker.Hold) bool {
-			return stepped || float64(min(f.Stop, h.End)-max(f.Start, h.Start))*(f.seen.Rate-1) > float64(valid)
+		if f.seen.Offset > valid {
+			h, on, ok := v.onLease(f, nil)
+			if !ok {
+				continue
+			}
+			out = append(out, Reach{From: max(f.Start, h.Start), To: min(f.Stop, h.End), Faults: []string{f.ID},
+				Note: fmt.Sprintf("%s's clock moved %v (validity %v) while %s was held", nodesList(on),
+					time.Duration(f.seen.Offset), v.s.Validity, holdText(h))})
+			continue
 		}
-		h, on, ok := v.onLease(f, gains)
+		h, on, ok := v.onLease(f, func(h checker.Hold) bool {
+			_, early := v.earlyExpiry(f, h)
+			return early
+		})
 		if !ok {
 			continue
 		}
-		from, moved := max(f.Start, h.Start), time.Duration(f.seen.Offset)
-		if !stepped {
-			from += int64(float64(valid) / (f.seen.Rate - 1))
-			moved = time.Duration(float64(min(f.Stop, h.End)-max(f.Start, h.Start)) * (f.seen.Rate - 1))
-		}
-		out = append(out, Reach{From: from, To: min(f.Stop, h.End), Faults: []string{f.ID},
-			Note: fmt.Sprintf("%s's clock moved %v (validity %v) while %s was held", nodesList(on),
-				moved.Round(time.Millisecond), v.s.Validity, holdText(h))})
+		t, _ := v.earlyExpiry(f, h)
+		out = append(out, Reach{From: t, To: min(h.ValidUntil, h.End), Faults: []string{f.ID},
+			Note: fmt.Sprintf("%s's clock ran at %g× the host's: the key of %s expired on it %v before the holder's validity ended", nodesList(on),
+				f.seen.Rate, holdText(h), time.Duration(h.ValidUntil-t).Round(time.Millisecond))})
 	}
 	return out
+}
+
+// earlyExpiry is when, on the harness's clock, a node whose clock drift f
+// runs fast expires the key of hold h, its lease taken a validity before
+// h's validity end; true when that comes before the validity ends, while
+// the drift runs and the key is held.
+func (v *view) earlyExpiry(f fault, h checker.Hold) (int64, bool) {
+	r := f.seen.Rate
+	if r <= 1 || history.NoExpiry(h.ValidUntil) {
+		return 0, false
+	}
+	s := h.ValidUntil - int64(v.s.Validity) // the lease's start
+	a := max(s, f.Start)                    // the drift's gain starts
+	// (t − s) + (r − 1)(t − a) = TTL: the node's clock reaches the key's
+	// expiry.
+	t := int64((float64(v.s.TTL) + float64(s) + (r-1)*float64(a)) / r)
+	return t, a < t && t < h.ValidUntil && t <= f.Stop && t < h.End
 }
 
 // acquired is when the acquire that began hold h was invoked: its lease
@@ -558,11 +583,15 @@ func (v *view) lateGrants() []Reach {
 	return out
 }
 
-// clientClocksMoved: a fault moved the wall clock of a client by more than
-// the validity while that client held a lease — a step (Fault.Offset,
-// either way) at the fault's start or at its heal, which steps it back, or
-// a drift (Fault.Rate) that moved it that far during the hold or whose
-// heal stepped it back by that much during it.
+// clientClocksMoved: a fault moved a client's wall clock by more than the
+// validity while a lease was held. The holder's own clock: stepped (either
+// way) at the fault's start or at its heal, which steps it back, during
+// the hold, or drifted that far during it, or stepped back by that much
+// at a drift's heal during it — a library that counts its validity on the
+// wall clock then believes it holds after its lease ran out. Another
+// client's clock: off by more than the validity while the lease was held
+// — a timestamp recipe's client then judges the holder's lease expired
+// and takes it. One reach per fault, its first.
 func (v *view) clientClocksMoved() []Reach {
 	valid := time.Duration(v.s.Validity)
 	var out []Reach
@@ -571,42 +600,88 @@ func (v *view) clientClocksMoved() []Reach {
 			continue
 		}
 		cs := clients(f)
+		rate := math.Abs(f.seen.Rate - 1)
+		if f.seen.Rate == 0 {
+			rate = 0
+		}
+		// offAt is when the clock was first off by more than the
+		// validity, -1 if never: at once for a step, after a while for
+		// a drift.
+		offAt := int64(-1)
+		switch {
+		case time.Duration(abs(f.seen.Offset)) > valid:
+			offAt = f.Start
+		case rate > 0 && f.Start+int64(float64(valid)/rate) < f.Stop:
+			offAt = f.Start + int64(float64(valid)/rate)
+		}
+		var best *Reach
 		for _, h := range v.holds {
-			if !slices.Contains(cs, h.Client) || h.Start > f.Stop || f.Start > h.End {
+			if h.Start > f.Stop || f.Start > h.End {
 				continue
 			}
-			during := func(t int64) bool { return h.Start <= t && t <= h.End }
-			// From when the clock was off by more than the validity, to
-			// the end of the hold or of the fault, whichever came first
-			// (to the end of the hold, after the heal stepped it back).
-			var moved time.Duration
-			at, until := int64(-1), min(f.Stop, h.End)
-			if off := time.Duration(abs(f.seen.Offset)); off > valid {
-				switch {
-				case during(f.Start):
-					moved, at = off, f.Start
-				case f.Healed && during(f.Stop):
-					moved, at, until = off, f.Stop, h.End
-				}
+			r, ok := v.clockMovedFor(f, h, cs, offAt, rate)
+			if ok && (best == nil || r.From < best.From) {
+				best = &r
 			}
-			if rate := math.Abs(f.seen.Rate - 1); f.seen.Rate != 0 && at < 0 {
-				from := max(f.Start, h.Start)
-				if d := time.Duration(float64(until-from) * rate); d > valid {
-					moved, at = d, from+int64(float64(valid)/rate)
-				} else if d := time.Duration(float64(f.Stop-f.Start) * rate); f.Healed && during(f.Stop) && d > valid {
-					moved, at, until = d, f.Stop, h.End
-				}
-			}
-			if at < 0 {
-				continue
-			}
-			out = append(out, Reach{From: at, To: until, Faults: []string{f.ID},
-				Note: fmt.Sprintf("client %d's clock moved %v by %s (validity %v) while it held %q", h.Client,
-					moved.Round(time.Millisecond), f.Kind, v.s.Validity, h.Key)})
-			break
+		}
+		if best != nil {
+			out = append(out, *best)
 		}
 	}
 	return out
+}
+
+// clockMovedFor is skew fault f's reach of hold h (see clientClocksMoved).
+func (v *view) clockMovedFor(f fault, h checker.Hold, cs []int, offAt int64, rate float64) (Reach, bool) {
+	valid := time.Duration(v.s.Validity)
+	during := func(t int64) bool { return h.Start <= t && t <= h.End }
+	var moved time.Duration
+	at, until := int64(-1), min(f.Stop, h.End)
+	if !slices.Contains(cs, h.Client) {
+		// Another client's clock, off while the lease was held.
+		if offAt < 0 || offAt > until {
+			return Reach{}, false
+		}
+		at = max(offAt, h.Start)
+		moved = time.Duration(abs(f.seen.Offset))
+		if moved <= valid {
+			moved = time.Duration(float64(at-f.Start) * rate)
+		}
+		return Reach{From: at, To: until, Faults: []string{f.ID},
+			Note: fmt.Sprintf("client %s's clock was %v off by %s (validity %v) while client %d held %q", clientsList(cs),
+				moved.Round(time.Millisecond), f.Kind, v.s.Validity, h.Client, h.Key)}, true
+	}
+	// The holder's own clock, moved during the hold.
+	if off := time.Duration(abs(f.seen.Offset)); off > valid {
+		switch {
+		case during(f.Start):
+			moved, at = off, f.Start
+		case f.Healed && during(f.Stop):
+			moved, at, until = off, f.Stop, h.End
+		}
+	}
+	if rate > 0 && at < 0 {
+		from := max(f.Start, h.Start)
+		if d := time.Duration(float64(until-from) * rate); d > valid {
+			moved, at = d, from+int64(float64(valid)/rate)
+		} else if d := time.Duration(float64(f.Stop-f.Start) * rate); f.Healed && during(f.Stop) && d > valid {
+			moved, at, until = d, f.Stop, h.End
+		}
+	}
+	if at < 0 {
+		return Reach{}, false
+	}
+	return Reach{From: at, To: until, Faults: []string{f.ID},
+		Note: fmt.Sprintf("client %d's clock moved %v by %s (validity %v) while it held %q", h.Client,
+			moved.Round(time.Millisecond), f.Kind, v.s.Validity, h.Key)}, true
+}
+
+func clientsList(cs []int) string {
+	xs := make([]string, len(cs))
+	for i, c := range cs {
+		xs[i] = fmt.Sprint(c)
+	}
+	return strings.Join(xs, ", ")
 }
 
 func abs(x int64) int64 {

@@ -72,8 +72,8 @@ func Windows() []Window {
 		{Name: LostAcquireReply, Label: "reply of an applied acquire lost",
 			Reason: "the key is set but its client does not know it holds it: the lock is stuck until it expires, or a retry is granted twice",
 			Traits: replyTraits, applies: leases, judge: (*view).lostAcquireReplies},
-		{Name: ClientClockMoved, Label: "holder's own clock moved by more than the validity while it held",
-			Reason: "a library that counts its validity on the client's wall clock believes it still holds after its lease ran out (the clock fell behind), or takes a lease it judges expired (ahead)",
+		{Name: ClientClockMoved, Label: "client's clock moved by more than the validity while a lease was held",
+			Reason: "a lock that reads the client's wall clock breaks: a holder whose clock moved while it held counts its validity wrong and believes it still holds, and a client whose clock is ahead judges the holder's lease expired and takes it (the timestamp recipes)",
 			Traits: skewTraits, applies: leases, judge: (*view).clientClocksMoved},
 	}
 }

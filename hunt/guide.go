@@ -2,7 +2,6 @@ package hunt
 
 import (
 	"errors"
-	"time"
 
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/coverage"
@@ -74,13 +73,10 @@ func shapeOf(p runner.Plan, st nemesis.Step) coverage.Shape {
 		Lease:          st.Node == nemesis.NodeLease || st.Node == nemesis.NodePrimary,
 		Holder:         st.Client == nemesis.Holder || len(st.Clients) > 1 && len(st.Clients) == p.Workload.Clients,
 		Offset:         st.Offset.Resolve(ttl),
+		Rate:           st.Rate,
 		Stop:           max(st.Pause.Resolve(ttl), st.For.Resolve(ttl)),
 		Delay:          st.Latency.Resolve(ttl),
 		CutReplication: st.CutReplication || st.Shape == nemesis.ShapeReplication,
-	}
-	if st.Rate != 0 && sh.Offset == 0 {
-		// What a drift gains (or loses) over its length.
-		sh.Offset = time.Duration((st.Rate - 1) * float64(st.For.Resolve(ttl)))
 	}
 	if sh.Traits.Has(history.ArmsStep) {
 		sh.Stop = st.Pause.Resolve(ttl) // armed for For, stopped for Pause
