@@ -66,6 +66,13 @@ type Window struct {
 	Label string
 	// Reason is one line: why a lock can break in it.
 	Reason string
+	// Generic: an anomaly that follows the window is the limit of any lock
+	// that neither fences nor exposes a validity its holder checks — a
+	// holder stopped past its lease, a grant that reached its holder after
+	// the lease ran out — and says nothing about the lock itself. A
+	// campaign sets finds that followed only generic windows apart from
+	// its candidates.
+	Generic bool
 	// Kinds are the fault kinds that can reach it.
 	Kinds []string
 	// applies says why the window does not apply to a setup, "" when it
@@ -142,6 +149,36 @@ type Result struct {
 // Run is a run's coverage, coverage.json.
 type Run struct {
 	Windows []Result `json:"windows"`
+	// Anomalies are the run's first MaxAnomalies anomalies, each with the
+	// windows it followed (Followed).
+	Anomalies []Followed `json:"anomalies,omitempty"`
+}
+
+// Followed is one anomaly and the windows it followed: it came during one
+// of a window's reaches or within two TTLs after it, or names one of the
+// reach's faults (the rule of Result.AnomalyFollowed, applied to it alone).
+type Followed struct {
+	Kind    checker.Kind `json:"kind"`
+	At      int64        `json:"at_ns"`
+	Windows []string     `json:"windows,omitempty"`
+}
+
+// MaxAnomalies bounds the anomalies a Run ties to windows.
+const MaxAnomalies = 100
+
+// Followed returns the windows anomaly a of the run followed, in the order
+// reports list windows; nil when the run did not tie it to windows (a run
+// judged before they were, or past MaxAnomalies), or r is nil.
+func (r *Run) Followed(a checker.Anomaly) []string {
+	if r == nil {
+		return nil
+	}
+	for _, f := range r.Anomalies {
+		if f.Kind == a.Kind && f.At == a.At {
+			return f.Windows
+		}
+	}
+	return nil
 }
 
 // Get returns the result of the window named name.
@@ -178,10 +215,19 @@ type Input struct {
 func Judge(in Input) *Run {
 	v := newView(in)
 	out := &Run{Windows: []Result{}}
+	n := min(len(v.anomalies), MaxAnomalies)
+	for i := range n {
+		out.Anomalies = append(out.Anomalies, Followed{Kind: v.anomalies[i].Kind, At: v.anomalies[i].At})
+	}
 	for _, w := range Windows() {
 		r := Result{Heading: w.heading(in.Setup), First: -1}
 		if r.NotApplicable == "" {
 			reaches := w.judge(v)
+			for i := range n {
+				if v.follows(&v.anomalies[i], reaches) {
+					out.Anomalies[i].Windows = append(out.Anomalies[i].Windows, w.Name)
+				}
+			}
 			slices.SortStableFunc(reaches, func(a, b Reach) int { return int(a.From - b.From) })
 			r.Reached = len(reaches)
 			if len(reaches) > 0 {

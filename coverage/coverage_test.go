@@ -284,6 +284,37 @@ func TestAnomalyFollowed(t *testing.T) {
 	if w := reached(t, judge(t, one, h, checker.Anomaly{Kind: checker.DoubleGrant, At: 9000 * ms}), RestartEmpty); w.AnomalyFollowed {
 		t.Fatalf("an anomaly 8.5 s later, naming no fault of it, followed it: %+v", w)
 	}
+	// Each anomaly is tied to the windows it followed, on its own.
+	near := checker.Anomaly{Kind: checker.DoubleGrant, At: 600 * ms}
+	far := checker.Anomaly{Kind: checker.StaleWrite, At: 9000 * ms}
+	r := judge(t, one, h, near, far)
+	if got := r.Followed(near); !slices.Contains(got, RestartEmpty) {
+		t.Errorf("the double grant 100 ms after the restart followed %v", got)
+	}
+	if got := r.Followed(far); slices.Contains(got, RestartEmpty) {
+		t.Errorf("the stale write 8.5 s later followed %v", got)
+	}
+	if got := r.Followed(checker.Anomaly{Kind: checker.DoubleGrant, At: 1}); got != nil {
+		t.Errorf("an anomaly the run does not have followed %v", got)
+	}
+	if got := (*Run)(nil).Followed(near); got != nil {
+		t.Errorf("no coverage: %v", got)
+	}
+}
+
+// TestGenericWindows: the windows any lock without fencing or a checked
+// validity fails in are marked generic, those that tell about the lock
+// are not.
+func TestGenericWindows(t *testing.T) {
+	for _, w := range Windows() {
+		want := w.Name == HolderStopped || w.Name == AcquireStalled
+		if w.Generic != want || IsGeneric(w.Name) != want {
+			t.Errorf("%s: generic %v, want %v", w.Name, w.Generic, want)
+		}
+	}
+	if IsGeneric("no-such-window") {
+		t.Error("an unknown window is generic")
+	}
 }
 
 func TestApplicability(t *testing.T) {

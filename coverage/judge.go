@@ -55,15 +55,25 @@ func newView(in Input) *view {
 // followed reports whether an anomaly came during one of reaches or
 // within two TTLs after it, or names one of its faults.
 func (v *view) followed(reaches []Reach) bool {
+	for i := range v.anomalies {
+		if v.follows(&v.anomalies[i], reaches) {
+			return true
+		}
+	}
+	return false
+}
+
+// follows reports whether anomaly a came during one of reaches or within
+// two TTLs after it, or names one of its faults: the one rule of "an
+// anomaly followed a window" (Result.AnomalyFollowed, Run.Followed).
+func (v *view) follows(a *checker.Anomaly, reaches []Reach) bool {
 	after := 2 * int64(v.s.TTL)
-	for _, a := range v.anomalies {
-		for _, r := range reaches {
-			if a.At < r.From {
-				continue
-			}
-			if a.At <= r.To+after || sharesAny(a.Faults, r.Faults) {
-				return true
-			}
+	for _, r := range reaches {
+		if a.At < r.From {
+			continue
+		}
+		if a.At <= r.To+after || sharesAny(a.Faults, r.Faults) {
+			return true
 		}
 	}
 	return false

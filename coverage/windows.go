@@ -47,11 +47,11 @@ func Windows() []Window {
 			Reason: "the node expires the key by its own clock, so another client is granted while the holder still believes itself valid",
 			Kinds:  clockKinds, applies: leases, judge: (*view).clocksPastValidity},
 		{Name: HolderStopped, Label: "holder stopped or cut off past its validity",
-			Reason: "a pause or a partition that outlasts the lease: the holder wakes and acts on a lock that expired and may be granted again",
-			Kinds:  stopKinds, applies: leases, judge: (*view).holdersStopped},
+			Reason:  "a pause or a partition that outlasts the lease: the holder wakes and acts on a lock that expired and may be granted again",
+			Generic: true, Kinds: stopKinds, applies: leases, judge: (*view).holdersStopped},
 		{Name: AcquireStalled, Label: "client stopped inside its acquire past the validity",
-			Reason: "a lease counts from before the request: a client stalled on its way to a grant returns with one whose validity is gone, and acts on it unless it checks (Redisson's RedLock)",
-			Kinds:  stallKinds, applies: leases, judge: (*view).acquiresStalled},
+			Reason:  "a lease counts from before the request: a client stalled on its way to a grant returns with one whose validity is gone, and acts on it unless it checks (Redisson's RedLock)",
+			Generic: true, Kinds: stallKinds, applies: leases, judge: (*view).acquiresStalled},
 		{Name: PromotedLackingKey, Label: "replica promoted while lacking a held key",
 			Reason: "asynchronous replication: a replica that never saw a write to the lock becomes the primary without it",
 			Kinds:  promoteKind, applies: failover, judge: (*view).promotionsLackingKey},
@@ -126,3 +126,10 @@ func times(n int) string {
 }
 
 func nodesList(xs []string) string { return strings.Join(xs, ", ") }
+
+// IsGeneric reports whether the window named name is generic
+// (Window.Generic); false for a name no window has.
+func IsGeneric(name string) bool {
+	w, ok := Lookup(name)
+	return ok && w.Generic
+}
