@@ -193,8 +193,8 @@ type Summary struct {
 	// Template is the plan every attempt draws its schedule into (its
 	// seed and faults are the attempt's), Draw what the schedules are
 	// drawn from.
-	Template runner.Plan    `json:"template"`
-	Draw     runner.Draw    `json:"draw"`
+	Template runner.Plan `json:"template"`
+	Draw     runner.Draw `json:"draw"`
 	// Want and After are what counted as a find (Options.Like: its kinds
 	// and its After; Like).
 	Want  []checker.Kind `json:"want,omitempty"`

@@ -26,7 +26,7 @@ type world struct {
 	// otherWay seeds' attempts give a double grant that followed a
 	// restart empty, their replays one that followed only a holder's stop.
 	otherWay map[int64]bool
-	slow       map[int64]time.Duration
+	slow     map[int64]time.Duration
 	// started, when set, is told each seed as its run starts.
 	started chan int64
 

@@ -453,7 +453,7 @@ func (s *shrinker) row() scenarios.Scenario {
 		Source: source,
 		Expect: outcome.Expectation{Verdict: checker.Invalid, Kind: kind, Text: "invalid: " + strings.ReplaceAll(string(kind), "-", " "),
 			AfterFaultStart: spans.Fixed(s.o.Like.After)},
-		Plan:   m,
+		Plan: m,
 	}
 }
 

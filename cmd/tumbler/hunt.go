@@ -15,9 +15,9 @@ import (
 	"github.com/tumbler-dev/tumbler/hunt"
 	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/runner"
-	"github.com/tumbler-dev/tumbler/spans"
 	"github.com/tumbler-dev/tumbler/scenarios/matrix"
 	"github.com/tumbler-dev/tumbler/shrink"
+	"github.com/tumbler-dev/tumbler/spans"
 )
 
 // shrinkFlags are the settings of a shrink, for hunt and shrink.
