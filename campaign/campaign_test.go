@@ -342,4 +342,3 @@ func TestSignature(t *testing.T) {
 		}
 	}
 }
-
