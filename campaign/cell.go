@@ -36,7 +36,7 @@ func (c *campaigner) cell(ctx context.Context, i, n, of int, share time.Duration
 	huntBudget := time.Duration(float64(share) * HuntShare)
 	ho := hunt.Options{
 		Name: cell.slug(), Budget: huntBudget, FirstSeed: c.o.FirstSeed, MaxSeeds: c.o.Seeds, Parallel: c.o.Parallel,
-		KeepGoing: true, Replays: c.o.Replays, Need: c.o.Need, Store: filepath.Join(c.s.Dir, CellsDir, cell.slug()),
+		KeepGoing: true, EachWay: true, Replays: c.o.Replays, Need: c.o.Need, Store: filepath.Join(c.s.Dir, CellsDir, cell.slug()),
 		Log: c.o.Log, Run: c.o.Run,
 		Status: func(h hunt.Status) { c.status(n, of, cell.Name(), h, "") },
 	}
@@ -72,16 +72,13 @@ func (c *campaigner) cell(ctx context.Context, i, n, of int, share time.Duration
 		c.s.Stopped, c.s.Interrupted = "interrupted", true
 		return nil
 	}
-	// One find per way of failing is shrunk; the others fold into it.
-	seen := map[string]*hunt.Attempt{}
+	// One find per way of failing is shrunk (the hunt replayed one per
+	// way); the others fold into it.
+	seen := map[string]bool{}
 	var distinct []hunt.Attempt
 	for _, a := range finds {
-		plan, err := runner.LoadPlan(filepath.Join(hs.Dir, a.Plan))
-		if err != nil {
-			return fmt.Errorf("campaign: the find's plan: %w", err)
-		}
-		if k := preKey(*a.Like, plan); seen[k] == nil {
-			seen[k] = &a
+		if !seen[a.Way()] {
+			seen[a.Way()] = true
 			distinct = append(distinct, a)
 		}
 	}

@@ -114,25 +114,6 @@ func Signature(kind checker.Kind, like outcome.Like, minimal runner.Plan) string
 	return fmt.Sprintf("%s | %s | %s", kind, strings.Join(windows, "+"), strings.Join(shape, "+"))
 }
 
-// preKey is what a find is folded by before it is shrunk: the anomaly,
-// the telling windows it followed and its plan's fault kinds.
-func preKey(like outcome.Like, plan runner.Plan) string {
-	kinds := []string{}
-	for _, st := range plan.Faults {
-		if !slices.Contains(kinds, string(st.Fault)) {
-			kinds = append(kinds, string(st.Fault))
-		}
-	}
-	sort.Strings(kinds)
-	w := slices.Clone(like.Windows)
-	sort.Strings(w)
-	k := ""
-	if len(like.Kinds) > 0 {
-		k = string(like.Kinds[0])
-	}
-	return k + "|" + strings.Join(w, "+") + "|" + strings.Join(kinds, "+")
-}
-
 // Classify sets f's class: known when a catalog row shows the same lock
 // on the same topology class with one of the find's anomaly kinds and a
 // fault kind of the find's minimal plan (a row with no faults matches a

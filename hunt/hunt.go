@@ -36,6 +36,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tumbler-dev/tumbler/checker"
@@ -102,6 +103,10 @@ type Options struct {
 	Replays, Need int
 	// KeepGoing: go on after a find until the budget is spent.
 	KeepGoing bool
+	// EachWay: replay every find whose way of failing (Attempt.Way) no
+	// find on a lower seed that replayed had, not only the first find (a
+	// campaign, which shrinks one find per way).
+	EachWay bool
 	// KeepAll: keep the report directories of valid attempts too.
 	KeepAll bool
 	// Store is the runs' store (default "store").
@@ -146,8 +151,10 @@ type Attempt struct {
 	// Found: the attempt found an anomaly that counts (Options.Like).
 	Found bool `json:"found,omitempty"`
 	// Like, for a find, is what fails like it (outcome.Like.Find): the
-	// rule its replays, and a shrink of it, are held to.
-	Like *outcome.Like `json:"like,omitempty"`
+	// rule its replays, and a shrink of it, are held to. Cause are the
+	// kinds of the faults its first anomaly that counts names.
+	Like  *outcome.Like `json:"like,omitempty"`
+	Cause []string      `json:"cause,omitempty"`
 	// Faults planned, and applied (not skipped by the nemesis).
 	Faults        int `json:"faults"`
 	FaultsApplied int `json:"faults_applied"`
@@ -414,6 +421,19 @@ func (o Options) withDefaults() Options {
 		o.Run = runner.Run
 	}
 	return o
+}
+
+// Way is how a find failed, as finds are told apart before they are
+// shrunk: its anomaly kind, the telling windows its anomaly followed and
+// the kinds of the faults that anomaly names ("" for an attempt that found
+// nothing).
+func (a Attempt) Way() string {
+	if a.Like == nil || len(a.Like.Kinds) == 0 {
+		return ""
+	}
+	w := slices.Clone(a.Like.Windows)
+	slices.Sort(w)
+	return fmt.Sprintf("%s | %s | %s", a.Like.Kinds[0], strings.Join(w, "+"), strings.Join(a.Cause, "+"))
 }
 
 // Like is what counted as a find: Want and After as an outcome.Like.

@@ -247,8 +247,9 @@ func (h *hunter) attempt(ctx context.Context, plan runner.Plan) (Attempt, error)
 		}
 		a.Kinds = anomalyKinds(res)
 		if like, ok := h.o.Like.Find(res, out.Coverage); ok {
-			a.Like = &like
-			a.FirstAnomaly = time.Duration(h.o.Like.First(res, out.Coverage).At)
+			first := h.o.Like.First(res, out.Coverage)
+			a.Like, a.Cause = &like, causeOf(first, res.Faults)
+			a.FirstAnomaly = time.Duration(first.At)
 		}
 		a.Found = a.FirstAnomaly >= 0
 		// The workload starts after the cluster is up: the anomaly's time
@@ -259,7 +260,7 @@ func (h *hunter) attempt(ctx context.Context, plan runner.Plan) (Attempt, error)
 	}
 	a.Found = a.Found && a.Verdict == checker.Invalid && !a.Interrupted
 	if !a.Found {
-		a.Like = nil
+		a.Like, a.Cause = nil, nil
 	}
 	if a.Verdict == checker.Valid && err == nil && !a.Interrupted && !h.o.KeepAll && out.Dir != "" {
 		// A valid attempt's plan is kept (a.Plan); its report is not.
@@ -279,6 +280,18 @@ func (h *hunter) quiet(a Attempt, err error) error {
 		return nil
 	}
 	return err
+}
+
+// causeOf lists the kinds of the faults anomaly an names, sorted.
+func causeOf(an *checker.Anomaly, faults []checker.FaultWindow) []string {
+	var out []string
+	for _, f := range faults {
+		if slices.Contains(an.Faults, f.ID) && !slices.Contains(out, f.Kind) {
+			out = append(out, f.Kind)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // anomalyKinds lists a result's anomaly kinds in order of first

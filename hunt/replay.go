@@ -29,9 +29,10 @@ func (r *Replays) Reproduced() bool { return r != nil && r.Need > 0 && r.Alike >
 // replay replays a find's plan up to Replays times into the hunt's
 // replays/ directory and records how often it failed alike in a.Replays.
 // A find is not replayed when one with a lower seed already replayed (the
-// hunt has its find to shrink). It runs on the attempt's goroutine.
+// hunt has its find to shrink) — with Options.EachWay, one that failed the
+// same way (Attempt.Way). It runs on the attempt's goroutine.
 func (h *hunter) replay(ctx context.Context, plan runner.Plan, a *Attempt) {
-	if h.o.Replays == 0 || a.Like == nil || h.replayedBelow(a.Seed) {
+	if h.o.Replays == 0 || a.Like == nil || h.replayedBelow(*a) {
 		return
 	}
 	plan.Name = seedName(plan.Seed)
@@ -63,12 +64,13 @@ func (h *hunter) replay(ctx context.Context, plan runner.Plan, a *Attempt) {
 	}
 }
 
-// replayedBelow says whether a find with a seed below seed replayed.
-func (h *hunter) replayedBelow(seed int64) bool {
+// replayedBelow says whether a find with a seed below a's replayed (with
+// Options.EachWay: one that failed a's way).
+func (h *hunter) replayedBelow(a Attempt) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, a := range h.s.Attempts {
-		if a.Seed < seed && a.Replays.Reproduced() {
+	for _, b := range h.s.Attempts {
+		if b.Seed < a.Seed && b.Replays.Reproduced() && (!h.o.EachWay || b.Way() == a.Way()) {
 			return true
 		}
 	}
