@@ -28,7 +28,7 @@ type world struct {
 	otherWay map[int64]bool
 	// named seeds' anomalies name fault f1, of this kind.
 	named map[int64]string
-	slow     map[int64]time.Duration
+	slow  map[int64]time.Duration
 	// started, when set, is told each seed as its run starts.
 	started chan int64
 
