@@ -302,6 +302,7 @@ func TestClassify(t *testing.T) {
 		{"another lock", func(*Find) {}, "redlock", Candidate},
 		{"another topology class", func(f *Find) { f.TopClass = "replicated" }, "single", Candidate},
 		{"another fault", func(f *Find) { f.Faults = []nemesis.Kind{nemesis.ReplyLoss} }, "single", Candidate},
+		{"a fault of the row's family", func(f *Find) { f.Faults = []nemesis.Kind{nemesis.Kill} }, "single", Known},
 		{"the row's kind among the find's", func(f *Find) {
 			f.Kind, f.Like.Kinds = checker.NotLinearizable, []checker.Kind{checker.NotLinearizable, checker.DoubleGrant}
 		}, "single", Known},

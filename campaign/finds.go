@@ -115,11 +115,11 @@ func Signature(kind checker.Kind, like outcome.Like, minimal runner.Plan) string
 }
 
 // Classify sets f's class: known when a catalog row shows the same lock
-// on the same topology class with one of the find's anomaly kinds and a
-// fault kind of the find's minimal plan (a row with no faults matches a
-// minimal plan with none) — the same failure, not only the same symptom:
-// a double grant after a restart is not the row of a double grant after a
-// lost reply; generic when its anomaly followed windows and every one is
+// on the same topology class with one of the find's anomaly kinds under a
+// fault of a family of the minimal plan's faults (a row with no faults
+// matches a minimal plan with none) — the same failure, not only the same
+// symptom: a double grant after a restart is not the row of a double
+// grant after a lost reply; generic when its anomaly followed windows and every one is
 // generic (coverage.Window: the limit of any lock without fencing or a
 // checked validity); else a candidate. It judges nothing about the run:
 // the anomaly is the checkers', the windows coverage's.
@@ -173,14 +173,17 @@ func stepText(st nemesis.Step) string {
 	return string(b)
 }
 
-// sharesFault reports whether row plan p injects one of kinds, or neither
-// has any fault.
+// sharesFault reports whether row plan p injects a fault of one of the
+// families of kinds (nemesis.Families: a kill without persistence and a
+// restart empty are one failure), or neither has any fault.
 func sharesFault(p runner.Plan, kinds []nemesis.Kind) bool {
 	if len(p.Faults) == 0 {
 		return len(kinds) == 0
 	}
-	for _, st := range p.Faults {
-		if slices.Contains(kinds, st.Fault) {
+	for _, f := range nemesis.Families() {
+		row := slices.ContainsFunc(p.Faults, func(st nemesis.Step) bool { return slices.Contains(f.Kinds, st.Fault) })
+		find := slices.ContainsFunc(kinds, func(k nemesis.Kind) bool { return slices.Contains(f.Kinds, k) })
+		if row && find {
 			return true
 		}
 	}
