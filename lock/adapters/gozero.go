@@ -48,16 +48,22 @@ const GoZeroVersion = "v1.10.3"
 // adapter (this client's proxy to the node). go-zero then makes, once per
 // address and process, a go-redis client with its own settings: MaxRetries
 // 3 (a command whose reply timed out or whose connection broke is sent
-// again), go-redis's default 3 s read and write timeouts and 5 s dial
-// timeout, a pool of 10 per CPU with 8 idle connections kept, TLS without
-// verification when the login uses TLS; and two hooks, a slow-call logger
-// and a circuit breaker (Google SRE style, one per Redis object) that
-// refuses calls without sending them once too many failed. The harness's
+// again), go-redis's default timeouts, a pool of 10 per CPU with 8 idle
+// connections kept, TLS without verification when the login uses TLS; and
+// two hooks, a slow-call logger and a circuit breaker (Google SRE style)
+// that refuses calls without sending them once too many failed — the
+// breaker of the first Redis object made for the address, since the
+// client and its hooks are shared. go-redis's defaults are those of the
+// version the build resolves: tumbler's go.mod holds go-redis v9.23.0,
+// whose read and write timeouts are 5 s and retry backoff 10 ms to 1 s (a
+// service built with go-zero's own minimum, v9.21.0, has 3 s and 8 to
+// 512 ms). On a server older than Redis 7.2 every new connection's CLIENT
+// SETINFO fails, and go-zero's breaker counts each failure. The harness's
 // read_timeout and redis_retries do not apply: go-zero's client is not
 // configurable there. The context bounds go-redis's waits between retries,
 // not a read (go-zero's client does not enable context timeouts): a call
-// whose reply is lost returns after the 3 s read timeout, or after its
-// retries when the context allows them.
+// whose reply is late returns when it comes or after the read timeout,
+// and its retries run only while the context allows them.
 //
 // How the API maps onto lock.Locker:
 //   - Acquire calls AcquireCtx once per attempt of the configured strategy
