@@ -102,6 +102,9 @@ func (p Plan) validateLock() error {
 	}
 	spec := p.lockSpec()
 	if err := spec.Validate(); err != nil {
+		if ttl := specTTL(err, "ttl"); ttl != nil {
+			return ttl
+		}
 		return field.Within("lock", err)
 	}
 	if err := p.Lock.validate(p); err != nil {
@@ -138,8 +141,30 @@ func (l LockPlan) validate(p Plan) error {
 		if d := p.span(t); d < time.Millisecond {
 			return field.Errorf(fmt.Sprintf("client_ttl[%d]", i), "%v %q must be at least 1ms", field.Self, t)
 		}
+		// What the lock asks of its TTL (whole seconds, say) holds for
+		// each client's own lease too.
+		if err := p.clientLockSpec(i).Validate(); err != nil {
+			if ttl := specTTL(err, fmt.Sprintf("client_ttl[%d]", i)); ttl != nil {
+				return ttl
+			}
+			return err
+		}
 	}
 	return nil
+}
+
+// specTTL is an error of a lock's variants.Spec about its TTL, named by
+// the field of the plan the TTL comes from (path: the plan's ttl, or a
+// client's client_ttl[i] within the lock section); nil for any other
+// error.
+func specTTL(err error, path string) error {
+	fe, ok := err.(*field.Error)
+	if !ok || fe.Path != "ttl" {
+		return nil
+	}
+	named := *fe
+	named.Path = path
+	return &named
 }
 
 // validateKind checks what the lock's kind and declared traits ask of the

@@ -101,6 +101,9 @@ func (s Spec) Validate() error {
 	if s.TTL <= 0 {
 		return field.Errorf("ttl", "%v %v must be positive", field.Self, s.TTL)
 	}
+	if info.WholeSeconds && s.TTL%time.Second != 0 {
+		return field.Errorf("ttl", "%v %v: lock %s takes its TTL in whole seconds", field.Self, s.TTL, s.Variant)
+	}
 	if err := s.validateInner(info); err != nil {
 		return err
 	}

@@ -96,6 +96,10 @@ type Info struct {
 	// client. A hunt draws from them as well as from the workload's own
 	// steps.
 	Steps []LockStep `json:"steps,omitempty"`
+	// WholeSeconds: the variant's library takes its TTL in whole seconds
+	// (go-zero's SetExpire, dapr's ExpiryInSeconds): Spec.Validate refuses
+	// any other TTL.
+	WholeSeconds bool `json:"whole_seconds,omitempty"`
 }
 
 // Servers is how a variant uses the servers.
@@ -230,6 +234,20 @@ var builtins = []entry{
 	{info: Info{Name: "redislock", Steps: granted, Doc: "adapter: bsm/redislock (single node, no elapsed-time check)"},
 		build: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 			return adapters.NewRedislock(c[0], key, s.TTL, o...)
+		}},
+	{info: Info{Name: "redislock-token", Steps: granted, Doc: "adapter: bsm/redislock with a caller-chosen token (Options.Token), one per client, reused for every Obtain: an Obtain that finds its token's prefix on the key re-obtains it"},
+		build: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
+			token := lock.RandomValue() // drawn once: this client's token for every Obtain
+			return adapters.NewRedislock(c[0], key, s.TTL, append(o, lock.WithValue(func() string { return token }))...)
+		}},
+	// Reentrant: go-zero's documentation says its RedisLock is reentrant
+	// (可重入); its Acquire by the holding object succeeds, but counts
+	// nothing, so a plan may nest it and the checkers hold it to the
+	// promise (docs/analyses/go-zero.md).
+	{info: Info{Name: "go-zero", Grants: Grants{Reentrant: true}, Steps: granted, WholeSeconds: true,
+		Doc: "adapter: go-zero " + adapters.GoZeroVersion + " RedisLock: one object per client and key, its id fixed, go-zero's own client (3 retries, 3 s timeouts, breaker); whole-second TTL + 500 ms"},
+		build: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
+			return adapters.NewGoZero(c[0], key, s.TTL, o...)
 		}},
 	// No Steps: rueidislock decides inside TryWithContext, between its
 	// keys' replies and its return, where no hook reaches; a stall after
