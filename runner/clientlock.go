@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/tumbler-dev/tumbler/access"
-	"github.com/tumbler-dev/tumbler/clients"
+	_ "github.com/tumbler-dev/tumbler/clients" // the shipped clients
 	"github.com/tumbler-dev/tumbler/internal/clockshim"
 	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/lock/protocol"
@@ -83,7 +83,7 @@ func (p Plan) clientACL() []string {
 
 // protocolInit is the init a client program gets: the client's own view
 // of the cluster (its proxies), where its secrets are, and the lock.
-func protocolInit(cl ClientLock, m clients.Manifest) protocol.Init {
+func protocolInit(cl ClientLock, m protocol.Manifest) protocol.Init {
 	v := cl.View
 	in := protocol.Init{
 		Client: v.Client, Kind: m.Kind, Keys: cl.Keys, TTLMS: cl.Lock.TTL.Milliseconds(),

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tumbler-dev/tumbler/clients"
+	_ "github.com/tumbler-dev/tumbler/clients" // the shipped clients
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/lock/conform"
@@ -24,7 +24,7 @@ import (
 
 // ConformOptions say which lock client to check and where.
 type ConformOptions struct {
-	Client clients.Spec
+	Client protocol.Program
 	// Server the nodes run: redis (default) or valkey.
 	Server cluster.Server
 	// TTL of the timing checks (0: the client's manifest's, else 1 s).
@@ -145,7 +145,7 @@ type conformer struct {
 	plan     Plan
 	cluster  *cluster.Cluster
 	dir      string
-	manifest clients.Manifest
+	manifest protocol.Manifest
 
 	mu      sync.Mutex
 	n       int

@@ -8,6 +8,7 @@ import (
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/internal/field"
+	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/lock/variants"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
@@ -150,15 +151,15 @@ func (p Plan) validateKind() error {
 	kind, w, v := p.lockKind(), p.Workload, p.Lock.Variant
 	info, _ := p.Lock.Info() // validateLock checked the lock first
 	switch {
-	case kind == variants.KindLatch && w.Kind != workloads.Latch:
+	case kind == lock.KindLatch && w.Kind != workloads.Latch:
 		return field.Errorf("workload.kind", "lock %s is a latch: it needs %v %q, not %q", v, field.Self, workloads.Latch, w.Kind)
-	case kind != variants.KindLatch && w.Kind == workloads.Latch:
+	case kind != lock.KindLatch && w.Kind == workloads.Latch:
 		return field.Errorf("workload.kind", "%v latch needs the latch lock, not %s", field.Self, v)
-	case kind != variants.KindReadWrite && (w.ReadFraction != nil || w.ClientReadFraction != nil):
+	case kind != lock.KindReadWrite && (w.ReadFraction != nil || w.ClientReadFraction != nil):
 		return field.Errorf("workload.read_fraction", "%v and client_read_fraction apply only to a read-write lock, not %s", field.Self, v)
 	case w.Latch != nil && w.Kind != workloads.Latch:
 		return field.Errorf("workload.latch", "%v settings apply only to workload kind %q", field.Self, workloads.Latch)
-	case w.InitEachCycle && kind != variants.KindSemaphore:
+	case w.InitEachCycle && kind != lock.KindSemaphore:
 		return field.Errorf("workload.init_each_cycle", "%v applies only to a semaphore, not %s", field.Self, v)
 	case w.Nest > 1 && !info.Reentrant:
 		return field.Errorf("workload.nest", "%v %d needs a reentrant lock (%s), not %s", field.Self, w.Nest, strings.Join(variants.With(func(i variants.Info) bool { return i.Reentrant }), ", "), p.Lock.Label())

@@ -9,14 +9,15 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tumbler-dev/tumbler/clients"
+	_ "github.com/tumbler-dev/tumbler/clients" // the shipped clients
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/lock/protocol"
 	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/runner"
 )
 
 func (a *app) conformCmd() *cobra.Command {
-	var spec clients.Spec
+	var spec protocol.Program
 	var serverName string
 	var ttl time.Duration
 	var store string
@@ -46,7 +47,7 @@ init), 255 the harness failed.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if (spec.Name == "") == (len(spec.Command) == 0) {
-				return fmt.Errorf("give one of --client NAME (shipped: %s) and --client-cmd", strings.Join(clients.Names(), ", "))
+				return fmt.Errorf("give one of --client NAME (shipped: %s) and --client-cmd", strings.Join(protocol.Shipped(), ", "))
 			}
 			server, err := cluster.ParseServer(serverName)
 			if err != nil {
@@ -68,9 +69,9 @@ init), 255 the harness failed.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&spec.Name, "client", "", "a shipped lock client: "+strings.Join(clients.Names(), ", "))
-	fs.Var(clients.CommandFlag{C: &spec.Command}, "client-cmd", "a lock client program of your own, as a command line")
-	fs.Var(clients.OptionsFlag{O: &spec.Options}, "client-option", "an option of the client's library, key=value (the value JSON, or a string); repeat it for more")
+	fs.StringVar(&spec.Name, "client", "", "a shipped lock client: "+strings.Join(protocol.Shipped(), ", "))
+	fs.Var(protocol.CommandFlag{C: &spec.Command}, "client-cmd", "a lock client program of your own, as a command line")
+	fs.Var(protocol.OptionsFlag{O: &spec.Options}, "client-option", "an option of the client's library, key=value (the value JSON, or a string); repeat it for more")
 	fs.StringVar(&serverName, "server", "", "software of the nodes: redis or valkey (default redis)")
 	fs.DurationVar(&ttl, "ttl", 0, "TTL of the timing checks (default: the client's manifest's, else 1s)")
 	fs.StringVar(&store, "store", "store", "directory the clients' logs and conform.json are kept in")

@@ -9,10 +9,11 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/tumbler-dev/tumbler/clients"
+	_ "github.com/tumbler-dev/tumbler/clients" // the shipped clients
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/internal/field"
 	"github.com/tumbler-dev/tumbler/lock"
+	"github.com/tumbler-dev/tumbler/lock/protocol"
 	"github.com/tumbler-dev/tumbler/lock/variants"
 	"github.com/tumbler-dev/tumbler/nemesis"
 	"github.com/tumbler-dev/tumbler/runner"
@@ -34,7 +35,7 @@ type planFlags struct {
 	plan   runner.Plan
 	draw   runner.Draw
 	nodes  int
-	client clients.Spec // --lock client:NAME, --client-cmd, --client-option
+	client protocol.Program // --lock client:NAME, --client-cmd, --client-option
 	target targetFlags
 	fields []*planFlag
 	// shaping names the flags that say what the run does: they conflict
@@ -97,9 +98,9 @@ func (f *planFlags) bind(fs *pflag.FlagSet) {
 	f.str(fs, &p.Name, "name", "name", "", "name of the run (its directory under the store; default adhoc-<lock>)")
 	fs.Int64Var(&p.Seed, "seed", 0, "seed of the fault schedule and the clients' draws (default: a random one, printed)")
 	f.str(fs, &l.Variant, "lock", "lock.variant", runner.DefaultLock, "lock under test: "+strings.Join(variants.Names(), ", ")+
-		"; client:NAME for a shipped lock client ("+strings.Join(clients.Names(), ", ")+")")
-	f.value(fs, clients.CommandFlag{C: &f.client.Command}, "client-cmd", "lock.client.command", "a lock client program of your own, as a command line: it speaks the lock client protocol (clients/PROTOCOL.md); implies --lock client")
-	f.value(fs, clients.OptionsFlag{O: &f.client.Options}, "client-option", "lock.client.options", "an option of the lock client's library, key=value (the value JSON, or a string); repeat it for more")
+		"; client:NAME for a shipped lock client ("+strings.Join(protocol.Shipped(), ", ")+")")
+	f.value(fs, protocol.CommandFlag{C: &f.client.Command}, "client-cmd", "lock.client.command", "a lock client program of your own, as a command line: it speaks the lock client protocol (clients/PROTOCOL.md); implies --lock client")
+	f.value(fs, protocol.OptionsFlag{O: &f.client.Options}, "client-option", "lock.client.options", "an option of the lock client's library, key=value (the value JSON, or a string); repeat it for more")
 	f.str(fs, &l.Inner, "inner", "lock.inner", "", "the lock a watchdog wraps (--lock watchdog; default single)")
 	f.int(fs, &l.WaitReplicas, "wait-replicas", "lock.wait_replicas", "after acquiring, WAIT for this many replicas or release and fail (single, fenced)")
 	f.value(fs, span(&l.WaitTimeout), "wait-timeout", "lock.wait_timeout", "how long WAIT waits for the replicas").zero = "a positive duration (WAIT with 0 blocks forever)"
