@@ -94,6 +94,10 @@ func (p Plan) normalLock() LockPlan {
 	if l.ReadTimeout.IsZero() {
 		l.ReadTimeout = spans.Fixed(DefaultReadTimeout)
 	}
+	if l.Client != nil { // a client directory's manifest, as the run reads it
+		c := l.Client.Normalize()
+		l.Client = &c
+	}
 	if l.Discovery == "" && p.Topology.Sentinels {
 		l.Discovery = DiscoverySentinel
 	}

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -184,7 +185,53 @@ func (p Plan) validateWork() error {
 	if err := p.nemesisPlan().Validate(p.nemesisSetup(nil)); err != nil {
 		return faultsError(err)
 	}
+	if err := p.validateSteps(); err != nil {
+		return err
+	}
 	return field.Within("check", p.Check.validate(p))
+}
+
+// workloadSteps are the steps the workload reports, whatever the lock.
+var workloadSteps = []string{workloads.StepAfterAcquire, workloads.StepBeforeRelease, workloads.StepBeforeWrite, workloads.StepBeforeCountDown}
+
+// validateSteps checks that every step the plan's faults arm, and the one
+// its workload crashes at, is one the lock declares (Info.Steps: a
+// variant's registration, a client's manifest) or one of the workload's:
+// a step nobody reports would never stop a client.
+func (p Plan) validateSteps() error {
+	info, err := p.Lock.Info()
+	if err != nil {
+		return nil // validateLock said why
+	}
+	check := func(path, step string) error {
+		if step == "" || slices.Contains(workloadSteps, step) || slices.ContainsFunc(info.Steps, func(s lock.Step) bool { return s.Name == step }) {
+			return nil
+		}
+		if strings.HasPrefix(step, "workload:") {
+			return field.Errorf(path, "%q is no step of the workload (its steps: %s)", step, strings.Join(workloadSteps, ", "))
+		}
+		declared := "its variant's registration"
+		if p.Lock.Client != nil {
+			declared = "lock.client's steps"
+			if m, err := p.Lock.Client.Manifest(); err == nil && m.File() != "" {
+				declared = m.File() + "'s field \"steps\""
+			}
+		}
+		has := "none"
+		if len(info.Steps) > 0 {
+			has = strings.Join(lock.StepNames(info.Steps), ", ")
+		}
+		return field.Errorf(path, "%q is not a step lock %s reports (%s lists: %s; the workload's: %s)", step, p.Lock.Label(), declared, has, strings.Join(workloadSteps, ", "))
+	}
+	for i, st := range p.Faults {
+		if err := check(fmt.Sprintf("faults[%d].step", i), st.LockStep); err != nil {
+			return err
+		}
+	}
+	if c := p.Workload.Crash; c != nil {
+		return check("workload.crash.step", c.Step)
+	}
+	return nil
 }
 
 // faultsError is an error of the nemesis's validation (nemesis.Plan.Validate)

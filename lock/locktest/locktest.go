@@ -57,7 +57,11 @@ func (s Suite) Run(t *testing.T) {
 			if why, ok := s.Exclude[c.Name]; ok {
 				t.Skipf("excluded for this variant: %s", why)
 			}
-			target := conform.Target{TTL: s.TTL, NoValidity: s.NoValidity,
+			validity := conform.ValidityExposed
+			if s.NoValidity {
+				validity = conform.ValidityNone
+			}
+			target := conform.Target{TTL: s.TTL, Validity: validity,
 				New: func(key string, ttl time.Duration) (lock.Locker, error) { return s.New(t, key, ttl), nil }}
 			// A check's own waits bound it; the context only turns a hang
 			// into a failure, with room for slow contenders (eight client

@@ -102,8 +102,11 @@ func (in Init) Validate() error {
 	case len(in.Nodes) == 0 && in.Connect != ConnectSentinel:
 		return fmt.Errorf("init: no nodes")
 	}
-	if err := in.Kind.Check(); err != nil || in.Kind == "" {
-		return fmt.Errorf("init: kind %q: a lock's kind (%v)", in.Kind, lock.Kinds)
+	if in.Kind == "" {
+		return fmt.Errorf("init: no kind (valid: %v)", lock.Kinds)
+	}
+	if err := in.Kind.Check(); err != nil {
+		return fmt.Errorf("init: %w", err)
 	}
 	switch in.Connect {
 	case ConnectNode, ConnectNodes, ConnectCluster:

@@ -203,8 +203,8 @@ func TestInitRefused(t *testing.T) {
 func TestBadCommand(t *testing.T) {
 	_, err := Start(Config{Name: "nope", Command: []string{"/nonexistent/client"},
 		Init: Init{Kind: lock.KindLock, Keys: []string{fakeKey}, TTLMS: 1000, Connect: ConnectNode, Nodes: []Node{{Name: "n1", Addr: "x:1"}}}})
-	if err == nil || !strings.Contains(err.Error(), "/nonexistent/client") {
-		t.Fatalf("start of a missing program: %v, want an error naming it", err)
+	if !errors.Is(err, ErrCommand) || !strings.Contains(err.Error(), "/nonexistent/client") {
+		t.Fatalf("start of a missing program: %v, want ErrCommand naming it", err)
 	}
 	_, err = Start(Config{Name: "fake", Command: []string{os.Args[0]}, Init: Init{Kind: "mutex", Keys: []string{fakeKey}, TTLMS: 1000, Connect: ConnectNode, Nodes: []Node{{Name: "n1", Addr: "x:1"}}}})
 	if !errors.Is(err, lock.ErrConfig) || !strings.Contains(err.Error(), `kind "mutex" unknown`) {
