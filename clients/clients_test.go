@@ -152,6 +152,7 @@ func TestConformance(t *testing.T) {
 				Exclude:    m.Conform.Deviations,
 				TTL:        time.Duration(m.Conform.TTLMS) * time.Millisecond,
 				NoValidity: !m.Validity,
+				Remote:     true,
 			}.Run(t)
 		})
 	}

@@ -139,7 +139,7 @@ func Conform(ctx context.Context, o ConformOptions) (ConformResult, error) {
 	}
 	defer c.Close()
 	ck := &conformer{ctx: ctx, plan: p, cluster: c, dir: res.Dir, manifest: m, trace: o.Trace}
-	target := conform.Target{New: ck.contender, TTL: ttl, Validity: conform.ValidityUnknown, Seen: &conform.Seen{}, Cut: ck.cutReplies,
+	target := conform.Target{New: ck.contender, TTL: ttl, Validity: conform.ValidityUnknown, Seen: &conform.Seen{}, Remote: true, Cut: ck.cutReplies,
 		Hung: func(err error) bool { var pe *protocol.Error; return errors.As(err, &pe) }}
 	if m.File() != "" { // a manifest says what the leases carry
 		target.Validity = conform.ValidityNone

@@ -43,6 +43,13 @@ type Target struct {
 	// a client program without a manifest), when each lease is judged by
 	// what it carries.
 	Validity Validity
+	// Remote: the lock runs in another process (a lock client program),
+	// which counts its validity from a moment tumbler cannot see, within
+	// the call (before it sent its SET, say): a validity may then end up
+	// to the TTL after the call returned, where a lock of this process,
+	// which counts from before its first request, must end within the TTL
+	// of the call's start.
+	Remote bool
 	// Seen, when set, carries what the leases of earlier checks were, so
 	// that a lock whose leases change kind from one check to the next
 	// fails (ValidityUnknown); each check otherwise starts afresh.
@@ -191,14 +198,18 @@ func leaseFields(ctx context.Context, t Target, key string) error {
 		return fmt.Errorf("acquire free lock: %w", err)
 	}
 	after := time.Now()
+	from, fromWhat := lease.Start, "start"
+	if t.Remote {
+		from, fromWhat = after, "the call's end"
+	}
 	switch {
 	case lease.Key != key || lease.Value == "":
 		return fmt.Errorf("lease key %q value %q: want key %q and a non-empty owner value", lease.Key, lease.Value, key)
 	case lease.Start.Before(before) || lease.Start.After(after):
 		return fmt.Errorf("lease start %v outside the acquire call [%v, %v]", lease.Start, before, after)
 	case carries(lease) == "no validity": // the kind was judged by Acquire
-	case !lease.ValidUntil.After(lease.Start) || lease.ValidUntil.After(lease.Start.Add(t.ttl())):
-		return fmt.Errorf("ValidUntil %v not within (start, start+TTL] = (%v, %v]", lease.ValidUntil, lease.Start, lease.Start.Add(t.ttl()))
+	case !lease.ValidUntil.After(lease.Start) || lease.ValidUntil.After(from.Add(t.ttl())):
+		return fmt.Errorf("ValidUntil %v not within (start, %s+TTL] = (%v, %v]", lease.ValidUntil, fromWhat, lease.Start, from.Add(t.ttl()))
 	}
 	if err := l.Release(ctx, lease); err != nil {
 		return fmt.Errorf("release own lease: %w", err)
