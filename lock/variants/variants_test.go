@@ -316,7 +316,7 @@ func unregister(t *testing.T, name string) {
 // from them; what it cannot declare is refused with the reason.
 func TestRegisterDeclaresTraits(t *testing.T) {
 	name := fmt.Sprintf("test-manifest-%d", time.Now().UnixNano())
-	manifest := `{"name": "` + name + `", "doc": "a client over a protocol", "tokens": true, "all_nodes": true,
+	manifest := `{"name": "` + name + `", "doc": "a client over a protocol", "fencing": true, "all_nodes": true,
 		"accepts": ["wait_replicas"], "steps": [{"name": "granted", "acquiring": true}]}`
 	var info Info
 	if err := json.Unmarshal([]byte(manifest), &info); err != nil {
