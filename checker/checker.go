@@ -149,9 +149,7 @@ func (c Config) withDefaults() (Config, error) {
 	if err := c.Subject.validate(); err != nil {
 		return c, err
 	}
-	if c.Shape == "" {
-		c.Shape = ShapeLock
-	}
+	c.Shape = c.Shape.Or()
 	for _, s := range c.Skip {
 		if !IsName(s) {
 			return c, fmt.Errorf("checker: Config.Skip: unknown checker %q (known: %v)", s, Names())

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	h "github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/lock"
 )
 
 func TestMerge(t *testing.T) {
@@ -152,19 +153,19 @@ func TestSkip(t *testing.T) {
 // applies; Check lists every checker, running those that apply and listing
 // the others as skipped with a reason a person can read.
 func TestComposedByTheSubject(t *testing.T) {
-	lock := []string{MutualExclusion, Linearizability, StaleWrites, Liveness, Refusals}
+	plain := []string{MutualExclusion, Linearizability, StaleWrites, Liveness, Refusals}
 	for _, c := range []struct {
 		s   Subject
 		run []string
 	}{
-		{Subject{}, lock},
-		{Subject{Shape: ShapeLock, Reentrant: true}, lock[:4]},
+		{Subject{}, plain},
+		{Subject{Shape: lock.KindLock, Reentrant: true}, plain[:4]},
 		{Subject{Fenced: true}, []string{MutualExclusion, Linearizability, Fencing, StaleWrites, Liveness, Refusals}},
 		{Subject{Counter: true}, []string{MutualExclusion, Linearizability, StaleWrites, LostUpdates, Liveness, Refusals}},
 		{Subject{Fair: true}, []string{MutualExclusion, Linearizability, StaleWrites, Liveness, Refusals, Fairness}},
-		{Subject{Shape: ShapeReadWrite}, []string{StaleWrites, Liveness, ReadersWriters}},
-		{Subject{Shape: ShapeSemaphore, Permits: 2, Counter: true}, []string{LostUpdates, Liveness, Semaphore}},
-		{Subject{Shape: ShapeLatch}, []string{Latch, LatchLiveness}},
+		{Subject{Shape: lock.KindReadWrite}, []string{StaleWrites, Liveness, ReadersWriters}},
+		{Subject{Shape: lock.KindSemaphore, Permits: 2, Counter: true}, []string{LostUpdates, Liveness, Semaphore}},
+		{Subject{Shape: lock.KindLatch}, []string{Latch, LatchLiveness}},
 	} {
 		res := check(t, nil, Config{Subject: c.s})
 		var run []string

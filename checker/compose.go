@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/lock"
 )
 
 // Checker names, for CheckerResult.Name and Config.Skip.
@@ -27,26 +28,6 @@ const (
 	Refusals = "refusals"
 )
 
-// Shape is what the clients of a history hold.
-type Shape string
-
-// The shapes; their names are those of the lock kinds (variants.Kind).
-const (
-	// ShapeLock: a lock one client holds at a time ("" means it too).
-	ShapeLock Shape = "lock"
-	// ShapeReadWrite: a read-write lock, whose ops carry a mode: readers
-	// share it, a writer holds it alone.
-	ShapeReadWrite Shape = "read-write"
-	// ShapeSemaphore: a semaphore, which up to Subject.Permits hold at once.
-	ShapeSemaphore Shape = "semaphore"
-	// ShapeLatch: a count-down latch (init, count-down, await): nothing is
-	// held.
-	ShapeLatch Shape = "latch"
-)
-
-// Shapes lists the shapes.
-var Shapes = []Shape{ShapeLock, ShapeReadWrite, ShapeSemaphore, ShapeLatch}
-
 // Subject is what a history is of, as far as the checkers must know it:
 // what the clients hold, and what the lock and the workload promise. It
 // describes; it does not name checkers: each checker says from it whether
@@ -54,9 +35,13 @@ var Shapes = []Shape{ShapeLock, ShapeReadWrite, ShapeSemaphore, ShapeLatch}
 // variant's declared kind and grants (variants.Info) and the workload's
 // kind.
 type Subject struct {
-	// Shape is what the clients hold ("" is ShapeLock).
-	Shape Shape
-	// Permits of a semaphore (ShapeSemaphore only, at least 1).
+	// Shape is what the clients hold: the lock's kind ("" is
+	// lock.KindLock). A lock one client holds at a time; a read-write lock,
+	// whose ops carry a mode (readers share it, a writer holds it alone); a
+	// semaphore, which up to Permits hold at once; a count-down latch
+	// (init, count-down, await), of which nothing is held.
+	Shape lock.Kind
+	// Permits of a semaphore (lock.KindSemaphore only, at least 1).
 	Permits int
 	// Reentrant: an acquire by the current holder nests (Redisson's hold
 	// count); the hold ends when as many releases were invoked.
@@ -74,14 +59,14 @@ type Subject struct {
 
 func (s Subject) validate() error {
 	switch {
-	case s.Shape != "" && !slices.Contains(Shapes, s.Shape):
-		return fmt.Errorf("checker: Config.Shape %q unknown (known: %v)", s.Shape, Shapes)
+	case s.Shape.Check() != nil:
+		return fmt.Errorf("checker: Config.Shape: %w", s.Shape.Check())
 	case s.Permits < 0:
 		return fmt.Errorf("checker: Config.Permits must not be negative, got %d", s.Permits)
-	case s.Shape == ShapeSemaphore && s.Permits == 0:
+	case s.Shape == lock.KindSemaphore && s.Permits == 0:
 		return fmt.Errorf("checker: Config.Permits: a semaphore needs at least 1 permit")
-	case s.Shape != ShapeSemaphore && s.Permits != 0:
-		return fmt.Errorf("checker: Config.Permits %d: permits belong to a semaphore, not a %s", s.Permits, cmp.Or(s.Shape, ShapeLock))
+	case s.Shape != lock.KindSemaphore && s.Permits != 0:
+		return fmt.Errorf("checker: Config.Permits %d: permits belong to a semaphore, not a %s", s.Permits, s.Shape.Or())
 	}
 	return nil
 }
@@ -105,9 +90,7 @@ type Checker struct {
 // Applies reports whether c judges a history of s and, when it does not,
 // why.
 func (c Checker) Applies(s Subject) (ok bool, reason string) {
-	if s.Shape == "" {
-		s.Shape = ShapeLock
-	}
+	s.Shape = s.Shape.Or()
 	reason = c.skip(s)
 	return reason == "", reason
 }
@@ -122,22 +105,22 @@ var checkers = []Checker{
 	{LostUpdates, "the counter lost no acknowledged increment", counter, checkLostUpdates},
 	{Liveness, "nobody was kept from a free lock for more than k×TTL while no fault was active", acquired, checkLiveness},
 	{Refusals, "no acquire was refused as held while no lease could hold the key", heldAloneOnce, checkRefusals},
-	{ReadersWriters, "a writer held the read-write lock alone", shaped(ShapeReadWrite, "not a read-write lock (Subject.Shape)"), checkReadersWriters},
+	{ReadersWriters, "a writer held the read-write lock alone", shaped(lock.KindReadWrite, "not a read-write lock (Subject.Shape)"), checkReadersWriters},
 	{Fairness, "the fair lock granted in queue order", fair, checkFairness},
-	{Semaphore, "no more clients held the semaphore at once than it has permits", shaped(ShapeSemaphore, "not a semaphore (Subject.Shape)"), checkSemaphore},
-	{Latch, "no waiter passed the latch before its count could have reached zero", shaped(ShapeLatch, "not a latch (Subject.Shape)"), checkLatch},
-	{LatchLiveness, "no waiter gave up long after the latch's count reached zero", shaped(ShapeLatch, "not a latch (Subject.Shape)"), checkLatchLiveness},
+	{Semaphore, "no more clients held the semaphore at once than it has permits", shaped(lock.KindSemaphore, "not a semaphore (Subject.Shape)"), checkSemaphore},
+	{Latch, "no waiter passed the latch before its count could have reached zero", shaped(lock.KindLatch, "not a latch (Subject.Shape)"), checkLatch},
+	{LatchLiveness, "no waiter gave up long after the latch's count reached zero", shaped(lock.KindLatch, "not a latch (Subject.Shape)"), checkLatchLiveness},
 }
 
 // heldAlone: one client holds the lock at a time (mutual exclusion and
 // linearizability judge that).
 func heldAlone(s Subject) string {
 	switch s.Shape {
-	case ShapeReadWrite:
+	case lock.KindReadWrite:
 		return "a read-write lock: readers share it (the readers-writers checker judges it)"
-	case ShapeSemaphore:
+	case lock.KindSemaphore:
 		return "a semaphore: up to its permits hold it at once (the semaphore checker judges it)"
-	case ShapeLatch:
+	case lock.KindLatch:
 		return "a latch: nothing is held (the latch checkers judge it)"
 	}
 	return ""
@@ -146,7 +129,7 @@ func heldAlone(s Subject) string {
 // heldByOwners: clients hold leases under which they write (a lock, or a
 // read-write lock's write lock).
 func heldByOwners(s Subject) string {
-	if s.Shape == ShapeReadWrite {
+	if s.Shape == lock.KindReadWrite {
 		return ""
 	}
 	return heldAlone(s)
@@ -162,13 +145,13 @@ func heldAloneOnce(s Subject) string {
 }
 
 func acquired(s Subject) string {
-	if s.Shape == ShapeLatch {
+	if s.Shape == lock.KindLatch {
 		return "a latch: nothing is acquired (the latch-liveness checker judges it)"
 	}
 	return ""
 }
 
-func shaped(shape Shape, otherwise string) func(Subject) string {
+func shaped(shape lock.Kind, otherwise string) func(Subject) string {
 	return func(s Subject) string {
 		if s.Shape == shape {
 			return ""

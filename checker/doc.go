@@ -55,11 +55,11 @@
 //     by index).
 //   - read (counter): the ok record's Value is the value read (base 10).
 //   - a read-write lock's acquire, release and extend carry Mode "read" or
-//     "write" (Subject.Shape ShapeReadWrite).
+//     "write" (Subject.Shape lock.KindReadWrite).
 //   - enqueue (fair lock, Subject.Fair): an attempt that left the waiter
 //     queued; the ok's ValidUntil is its queue entry's timeout. dequeue: a
 //     waiter that gave up left the queue.
-//   - init, count-down, await (latch, Subject.Shape ShapeLatch): init's Value is the
+//   - init, count-down, await (latch, Subject.Shape lock.KindLatch): init's Value is the
 //     count set (ok: set; fail: the latch existed); await ok: the waiter
 //     passed, fail: it gave up. A semaphore's init sets Value permits.
 //

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/lock"
 )
 
 func mode(m string) mod { return func(i, d *history.Op) { i.Mode, d.Mode = m, m } }
@@ -31,7 +32,7 @@ func flat(ps ...[]part) []part {
 }
 
 func TestReadersWriters(t *testing.T) {
-	rw := Config{Subject: Subject{Shape: ShapeReadWrite}}
+	rw := Config{Subject: Subject{Shape: lock.KindReadWrite}}
 	t.Run("readers share, writers alone", func(t *testing.T) {
 		res := check(t, build(flat(reader(1, "k", 10, 100), reader(2, "k", 50, 150), writer(3, "k", 160, 200), reader(1, "k", 210, 300))...), rw)
 		expect(t, res, verdicts{})
@@ -89,7 +90,7 @@ func TestReadersWritersProperty(t *testing.T) {
 			}
 			at = end + 2
 		}
-		res := check(t, build(parts...), Config{Subject: Subject{Shape: ShapeReadWrite}})
+		res := check(t, build(parts...), Config{Subject: Subject{Shape: lock.KindReadWrite}})
 		if res.Verdict != Valid {
 			t.Fatalf("schedule %d: %s: %+v", n, res.Verdict, res.Anomalies)
 		}
@@ -98,7 +99,7 @@ func TestReadersWritersProperty(t *testing.T) {
 		}
 		w := writes[0]
 		bad := append(parts, writer(99, "k", w[0]+1, w[1]+1)...)
-		if res := check(t, build(bad...), Config{Subject: Subject{Shape: ShapeReadWrite}}); res.Verdict != Invalid {
+		if res := check(t, build(bad...), Config{Subject: Subject{Shape: lock.KindReadWrite}}); res.Verdict != Invalid {
 			t.Fatalf("schedule %d with an extra writer inside another: %s", n, res.Verdict)
 		}
 	}
@@ -109,7 +110,7 @@ func permit(proc int, key string, from, to, validity float64) []part {
 }
 
 func TestSemaphore(t *testing.T) {
-	sem := Config{Subject: Subject{Shape: ShapeSemaphore, Permits: 2}}
+	sem := Config{Subject: Subject{Shape: lock.KindSemaphore, Permits: 2}}
 	t.Run("two holders of two permits", func(t *testing.T) {
 		res := check(t, build(flat(permit(1, "s", 10, 100, 1e6), permit(2, "s", 20, 150, 1e6), permit(3, "s", 110, 200, 1e6))...), sem)
 		expect(t, res, verdicts{})
@@ -224,7 +225,7 @@ func initOp(proc int, key string, call, ret float64, count string) part {
 }
 
 func TestLatch(t *testing.T) {
-	latch := Config{Subject: Subject{Shape: ShapeLatch}}
+	latch := Config{Subject: Subject{Shape: lock.KindLatch}}
 	t.Run("waiters pass after the count-downs", func(t *testing.T) {
 		res := check(t, build(
 			initOp(0, "l", 0, 1, "2"),
@@ -299,11 +300,11 @@ func TestKindConfigErrors(t *testing.T) {
 		s    Subject
 		want string
 	}{
-		{Subject{Shape: "read-write-latch"}, `Config.Shape "read-write-latch" unknown`},
-		{Subject{Shape: ShapeLatch, Permits: 2}, "permits belong to a semaphore, not a latch"},
+		{Subject{Shape: "read-write-latch"}, `Config.Shape: kind "read-write-latch" unknown`},
+		{Subject{Shape: lock.KindLatch, Permits: 2}, "permits belong to a semaphore, not a latch"},
 		{Subject{Permits: 2}, "permits belong to a semaphore, not a lock"},
-		{Subject{Shape: ShapeSemaphore, Permits: -1}, "Config.Permits must not be negative"},
-		{Subject{Shape: ShapeSemaphore}, "a semaphore needs at least 1 permit"},
+		{Subject{Shape: lock.KindSemaphore, Permits: -1}, "Config.Permits must not be negative"},
+		{Subject{Shape: lock.KindSemaphore}, "a semaphore needs at least 1 permit"},
 	} {
 		if _, err := Check(nil, Config{TTL: 1, Subject: c.s}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want an error containing %q", c.s, err, c.want)
@@ -349,7 +350,7 @@ func TestSemaphoreProperty(t *testing.T) {
 				busy = [2]float64{from, to}
 			}
 		}
-		cfg := Config{Subject: Subject{Shape: ShapeSemaphore, Permits: permits}}
+		cfg := Config{Subject: Subject{Shape: lock.KindSemaphore, Permits: permits}}
 		if res := check(t, build(parts...), cfg); res.Verdict != Valid {
 			t.Fatalf("schedule %d (%d permits): %s: %+v", n, permits, res.Verdict, res.Anomalies)
 		}
@@ -361,6 +362,30 @@ func TestSemaphoreProperty(t *testing.T) {
 		}
 		if res := check(t, build(append(parts, extra...)...), cfg); res.Verdict != Invalid {
 			t.Fatalf("schedule %d with %d extra holders: %s", n, permits, res.Verdict)
+		}
+	}
+}
+
+// TestEveryLockKindIsChecked: every lock kind (lock.Kinds) is a valid
+// subject some checker judges; a kind added to package lock without a
+// checker fails.
+func TestEveryLockKindIsChecked(t *testing.T) {
+	for _, k := range lock.Kinds {
+		s := Subject{Shape: k}
+		if k == lock.KindSemaphore {
+			s.Permits = 1
+		}
+		if err := s.validate(); err != nil {
+			t.Errorf("kind %s: %v", k, err)
+		}
+		var judged []string
+		for _, c := range checkers {
+			if ok, _ := c.Applies(s); ok && c.Name != Liveness && c.Name != Refusals {
+				judged = append(judged, c.Name)
+			}
+		}
+		if len(judged) == 0 {
+			t.Errorf("kind %s: no checker judges it", k)
 		}
 	}
 }

@@ -11,12 +11,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tumbler-dev/tumbler/access"
-	"github.com/tumbler-dev/tumbler/clients"
+	_ "github.com/tumbler-dev/tumbler/clients" // the shipped clients
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/internal/redistest"
 	"github.com/tumbler-dev/tumbler/internal/tlstest"
 	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/lock/locktest"
+	"github.com/tumbler-dev/tumbler/lock/protocol"
 	"github.com/tumbler-dev/tumbler/lock/variants"
 )
 
@@ -41,8 +42,8 @@ func TestAuth(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, name := range clients.Names() {
-		m, _ := clients.Lookup(name)
+	for _, name := range protocol.Shipped() {
+		m, _ := protocol.Lookup(name)
 		t.Run(name+"/password", func(t *testing.T) {
 			authCycle(t, name, servers, &access.Credentials{Password: access.Secret{File: file}})
 		})
@@ -83,7 +84,7 @@ func anys(s []string) []any {
 // authCycle: acquire, extend where the library can, release, logged in as creds.
 func authCycle(t *testing.T, name string, servers []*redistest.Server, creds *access.Credentials) {
 	t.Helper()
-	m, _ := clients.Lookup(name)
+	m, _ := protocol.Lookup(name)
 	key := locktest.Key(t)
 	in := initFor(m, servers, key, 5*time.Second, nil)
 	in.Auth = creds
@@ -134,12 +135,12 @@ func TestTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range clients.Names() {
+	for _, name := range protocol.Shipped() {
 		if name == "reference" {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
-			m, _ := clients.Lookup(name)
+			m, _ := protocol.Lookup(name)
 			key := locktest.Key(t)
 			in := initAt(m, v.AddrList(), key, 5*time.Second, nil)
 			in.Auth = &creds

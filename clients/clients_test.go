@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tumbler-dev/tumbler/clients"
+	_ "github.com/tumbler-dev/tumbler/clients" // the shipped clients
 	"github.com/tumbler-dev/tumbler/internal/redistest"
 	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/lock/locktest"
@@ -21,7 +21,7 @@ import (
 
 // nodeCount is how many servers a client locks over: every node of an
 // independent topology for a Redlock, else one.
-func nodeCount(m clients.Manifest) int {
+func nodeCount(m protocol.Manifest) int {
 	if m.AllNodes {
 		return 3
 	}
@@ -29,12 +29,12 @@ func nodeCount(m clients.Manifest) int {
 }
 
 // initFor is the init a run would send the client over servers.
-func initFor(m clients.Manifest, servers []*redistest.Server, key string, ttl time.Duration, opts map[string]any) protocol.Init {
+func initFor(m protocol.Manifest, servers []*redistest.Server, key string, ttl time.Duration, opts map[string]any) protocol.Init {
 	return initAt(m, redistest.Addrs(servers), key, ttl, opts)
 }
 
 // initAt is the init a run would send the client to reach the nodes at addrs.
-func initAt(m clients.Manifest, addrs []string, key string, ttl time.Duration, opts map[string]any) protocol.Init {
+func initAt(m protocol.Manifest, addrs []string, key string, ttl time.Duration, opts map[string]any) protocol.Init {
 	in := protocol.Init{Kind: m.Kind, Keys: []string{key}, TTLMS: ttl.Milliseconds(), Connect: protocol.ConnectNode, ReadTimeoutMS: 1000}
 	if m.AllNodes {
 		in.Connect = protocol.ConnectNodes
@@ -53,7 +53,7 @@ func initAt(m clients.Manifest, addrs []string, key string, ttl time.Duration, o
 // Debian packages to install (Manifest.Install's probe), never skips it.
 func start(t testing.TB, name string, in protocol.Init) *protocol.Process {
 	t.Helper()
-	m, err := clients.Lookup(name)
+	m, err := protocol.Lookup(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func wantRefused(t *testing.T, name string, in protocol.Init, says string) {
 // startOrRefused starts the client, or returns its init's refusal.
 func startOrRefused(t *testing.T, name string, in protocol.Init) (*protocol.Process, error) {
 	t.Helper()
-	m, _ := clients.Lookup(name)
+	m, _ := protocol.Lookup(name)
 	inst, err := m.Install()
 	if err != nil {
 		t.Fatal(err)
@@ -142,9 +142,9 @@ func ctxFor(t testing.TB, d time.Duration) context.Context {
 // is excluded by name and proven below.
 func TestConformance(t *testing.T) {
 	servers := redistest.Start(t, 3)
-	for _, name := range clients.Names() {
+	for _, name := range protocol.Shipped() {
 		t.Run(name, func(t *testing.T) {
-			m, _ := clients.Lookup(name)
+			m, _ := protocol.Lookup(name)
 			locktest.Suite{
 				New: func(t testing.TB, key string, ttl time.Duration) lock.Locker {
 					return locker(t, start(t, name, initFor(m, servers, key, ttl, nil)), key)
@@ -152,6 +152,7 @@ func TestConformance(t *testing.T) {
 				Exclude:    m.Conform.Deviations,
 				TTL:        time.Duration(m.Conform.TTLMS) * time.Millisecond,
 				NoValidity: !m.Validity,
+				Remote:     true,
 			}.Run(t)
 		})
 	}
@@ -161,9 +162,9 @@ func TestConformance(t *testing.T) {
 // library's own waiting and gets the lock once its holder releases it.
 func TestWaitForARelease(t *testing.T) {
 	servers := redistest.Start(t, 3)
-	for _, name := range clients.Names() {
+	for _, name := range protocol.Shipped() {
 		t.Run(name, func(t *testing.T) {
-			m, _ := clients.Lookup(name)
+			m, _ := protocol.Lookup(name)
 			key := locktest.Key(t)
 			in := initFor(m, servers, key, 10*time.Second, nil)
 			a := locker(t, start(t, name, in), key)
@@ -199,9 +200,9 @@ func TestWaitForARelease(t *testing.T) {
 // steps the client's manifest lists, and a pause there holds the acquire.
 func TestStepsAsTheManifestSays(t *testing.T) {
 	servers := redistest.Start(t, 3)
-	for _, name := range clients.Names() {
+	for _, name := range protocol.Shipped() {
 		t.Run(name, func(t *testing.T) {
-			m, _ := clients.Lookup(name)
+			m, _ := protocol.Lookup(name)
 			var want []string
 			for _, s := range m.Steps {
 				if s.Acquiring {
@@ -239,8 +240,8 @@ func TestStepsAsTheManifestSays(t *testing.T) {
 // list is empty.
 func TestOnlyTheArmableSteps(t *testing.T) {
 	servers := redistest.Start(t, 3)
-	for _, name := range clients.Names() {
-		m, _ := clients.Lookup(name)
+	for _, name := range protocol.Shipped() {
+		m, _ := protocol.Lookup(name)
 		if len(m.Steps) == 0 {
 			continue
 		}
@@ -277,9 +278,9 @@ func TestOnlyTheArmableSteps(t *testing.T) {
 // TestLostReply: a server that stops answering makes an acquire and a
 // release an unknown outcome (info), never a failure, for every client.
 func TestLostReply(t *testing.T) {
-	for _, name := range clients.Names() {
+	for _, name := range protocol.Shipped() {
 		t.Run(name, func(t *testing.T) {
-			m, _ := clients.Lookup(name)
+			m, _ := protocol.Lookup(name)
 			servers := redistest.Start(t, nodeCount(m))
 			key := locktest.Key(t)
 			in := initFor(m, servers, key, 10*time.Second, nil)
@@ -312,9 +313,9 @@ func TestLostReply(t *testing.T) {
 // naming it, and a connect mode its library cannot do, saying why.
 func TestInitRefusals(t *testing.T) {
 	servers := redistest.Start(t, 3)
-	for _, name := range clients.Names() {
+	for _, name := range protocol.Shipped() {
 		t.Run(name, func(t *testing.T) {
-			m, _ := clients.Lookup(name)
+			m, _ := protocol.Lookup(name)
 			refused := func(in protocol.Init, says string) { t.Helper(); wantRefused(t, name, in, says) }
 			key := locktest.Key(t)
 			refused(initFor(m, servers, key, time.Second, map[string]any{"bogus_option": 1}), "bogus_option")
@@ -338,8 +339,8 @@ func TestInitRefusals(t *testing.T) {
 // installed fails to install with the Debian packages to get and
 // scripts/setup named — what every test above then fails with.
 func TestMissingPackagesNamed(t *testing.T) {
-	for _, name := range clients.Names() {
-		m, _ := clients.Lookup(name)
+	for _, name := range protocol.Shipped() {
+		m, _ := protocol.Lookup(name)
 		if len(m.Probe) == 0 || len(m.Packages) == 0 {
 			t.Errorf("client %s: its manifest names no probe or no Debian packages", name)
 			continue

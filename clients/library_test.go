@@ -7,18 +7,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tumbler-dev/tumbler/clients"
+	_ "github.com/tumbler-dev/tumbler/clients" // the shipped clients
 	"github.com/tumbler-dev/tumbler/internal/redistest"
 	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/lock/locktest"
+	"github.com/tumbler-dev/tumbler/lock/protocol"
 )
 
 // The properties of the libraries that the conformance suite's excluded
 // tests would have shown, each on the real library.
 
-func manifest(t testing.TB, name string) clients.Manifest {
+func manifest(t testing.TB, name string) protocol.Manifest {
 	t.Helper()
-	m, err := clients.Lookup(name)
+	m, err := protocol.Lookup(name)
 	if err != nil {
 		t.Fatal(err)
 	}

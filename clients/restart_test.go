@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tumbler-dev/tumbler/clients"
+	_ "github.com/tumbler-dev/tumbler/clients" // the shipped clients
 	"github.com/tumbler-dev/tumbler/internal/redistest"
 	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/lock/locktest"
@@ -59,9 +59,9 @@ func TestRestartedClientReleasesTheDeadOnesLease(t *testing.T) {
 	if err := os.WriteFile(relay, []byte(dieAfterGrant), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range clients.Names() {
+	for _, name := range protocol.Shipped() {
 		t.Run(name, func(t *testing.T) {
-			m, _ := clients.Lookup(name)
+			m, _ := protocol.Lookup(name)
 			servers := redistest.Start(t, nodeCount(m))
 			key := locktest.Key(t)
 			in := initFor(m, servers, key, 30*time.Second, nil) // no expiry frees it during the test

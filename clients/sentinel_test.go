@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tumbler-dev/tumbler/clients"
+	_ "github.com/tumbler-dev/tumbler/clients" // the shipped clients
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/lock/locktest"
@@ -65,7 +65,7 @@ func (c sentinelCase) name() string {
 // clients as long-running workers.
 func sentinelCases() []sentinelCase {
 	var out []sentinelCase
-	for _, name := range clients.Names() {
+	for _, name := range protocol.Shipped() {
 		if mode := sentinelMode[name]; mode != "" {
 			out = append(out, sentinelCase{client: name, mode: mode})
 		}
@@ -83,7 +83,7 @@ func sentinelInit(t testing.TB, c *cluster.Cluster, key string) protocol.Init {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := protocol.Init{Kind: protocol.KindLock, Keys: []string{key}, TTLMS: 10000, Connect: protocol.ConnectSentinel,
+	in := protocol.Init{Kind: lock.KindLock, Keys: []string{key}, TTLMS: 10000, Connect: protocol.ConnectSentinel,
 		Sentinels: v.Sentinels, MasterName: v.MasterName, ReadTimeoutMS: 500, AddressMap: map[string]string{}}
 	for _, x := range v.Nodes {
 		in.Nodes = append(in.Nodes, protocol.Node{Name: x, Addr: v.Addrs[x]})
@@ -102,7 +102,7 @@ func sentinelInit(t testing.TB, c *cluster.Cluster, key string) protocol.Init {
 // its own proxy (cutting that link cuts it off), and one that asked once
 // (a long-running PHP worker with Symfony) does not.
 func TestSentinelFailover(t *testing.T) {
-	for _, name := range clients.Names() {
+	for _, name := range protocol.Shipped() {
 		if _, ok := sentinelMode[name]; !ok {
 			t.Errorf("client %s: say in sentinelMode what its library does with Sentinel", name)
 		}

@@ -2,8 +2,10 @@
 // template with random compound fault schedules, one seed after another
 // (runner.Plan.WithDrawnFaults), until a budget is spent or an anomaly is
 // found, and keeps a summary of every attempt (hunt.json and index.html in
-// the hunt's directory). Shrinking what it found is the shrink package's
-// job; the command line chains the two.
+// the hunt's directory). What counts as a find, and what fails like one,
+// is outcome.Like; a hunt like a catalog row takes the row's configuration
+// (LikeRow), and ShrinkFind hands the find to the shrink package, held to
+// the find's own Like.
 //
 // A hunt's directory is Store/hunts/<name>/<time>/. Each attempt runs as
 // an ordinary run under it (seed-<N>/<time>/). Every attempt's plan is
@@ -34,11 +36,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/coverage"
 	"github.com/tumbler-dev/tumbler/nemesis"
+	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/runner"
 	"github.com/tumbler-dev/tumbler/scenarios/matrix"
 )
@@ -85,22 +89,24 @@ type Options struct {
 	// tries the seeds FirstSeed+i-1, FirstSeed+i-1+n, … (the plans the
 	// larger hunt draws for them); Merge joins the shards.
 	Shard *matrix.Shard
-	// Want are the anomaly kinds that count as a find (empty: any). An
-	// invalid attempt with only other kinds is kept and listed, but the
-	// hunt goes on.
-	Want []checker.Kind
-	// After, when positive, counts as a find only an anomaly that came at
-	// least this long after the start of a fault it names (outcome.Late):
-	// a hunt like a row whose expectation has after_fault_start.
-	After time.Duration
+	// Like is what counts as a find (outcome.Like): anomalies of its
+	// kinds (any, when empty), as late after a fault's start as its After
+	// asks (a hunt like a row whose expectation has after_fault_start). An
+	// invalid attempt with only other anomalies is kept and listed, but
+	// the hunt goes on. A find is then replayed and shrunk against its own
+	// Like (Attempt.Like).
+	Like outcome.Like
 	// Replays (R) and Need (k), when Replays is positive: a find is
 	// replayed up to R times and ends the hunt only when k replays fail
-	// alike (an anomaly of the find's kinds, as Want and After count
-	// finds); one that does not is listed and the hunt goes on for one
+	// alike (Attempt.Like); one that does not is listed and the hunt goes on for one
 	// that does (Summary.Replayed). Zero: every find counts at once.
 	Replays, Need int
 	// KeepGoing: go on after a find until the budget is spent.
 	KeepGoing bool
+	// EachWay: replay every find whose way of failing (Attempt.Way) no
+	// find on a lower seed that replayed had, not only the first find (a
+	// campaign, which shrinks one find per way).
+	EachWay bool
 	// KeepAll: keep the report directories of valid attempts too.
 	KeepAll bool
 	// Store is the runs' store (default "store").
@@ -142,14 +148,19 @@ type Attempt struct {
 	ExitCode int             `json:"exit_code"`
 	// Kinds are the anomaly kinds found, in order of first appearance.
 	Kinds []checker.Kind `json:"kinds,omitempty"`
-	// Found: the attempt found an anomaly of a wanted kind.
+	// Found: the attempt found an anomaly that counts (Options.Like).
 	Found bool `json:"found,omitempty"`
+	// Like, for a find, is what fails like it (outcome.Like.Find): the
+	// rule its replays, and a shrink of it, are held to. Cause are the
+	// kinds of the faults its first anomaly that counts names.
+	Like  *outcome.Like `json:"like,omitempty"`
+	Cause []string      `json:"cause,omitempty"`
 	// Faults planned, and applied (not skipped by the nemesis).
 	Faults        int `json:"faults"`
 	FaultsApplied int `json:"faults_applied"`
 	// Start is when the attempt began, from the start of the hunt;
 	// Elapsed how long it took; FirstAnomaly when (from the start of its
-	// workload) its first anomaly of a wanted kind happened, -1 if none.
+	// workload) its first anomaly that counts happened, -1 if none.
 	Start        time.Duration `json:"start_ns"`
 	Elapsed      time.Duration `json:"elapsed_ns"`
 	FirstAnomaly time.Duration `json:"first_anomaly_ns"`
@@ -189,10 +200,12 @@ type Summary struct {
 	// Template is the plan every attempt draws its schedule into (its
 	// seed and faults are the attempt's), Draw what the schedules are
 	// drawn from.
-	Template runner.Plan    `json:"template"`
-	Draw     runner.Draw    `json:"draw"`
-	Want     []checker.Kind `json:"want,omitempty"`
-	After    time.Duration  `json:"after_fault_start_ns,omitempty"`
+	Template runner.Plan `json:"template"`
+	Draw     runner.Draw `json:"draw"`
+	// Want and After are what counted as a find (Options.Like: its kinds
+	// and its After; Like).
+	Want  []checker.Kind `json:"want,omitempty"`
+	After time.Duration  `json:"after_fault_start_ns,omitempty"`
 	// FirstSeed and MaxSeeds are the hunt's seeds (Options); Shard the
 	// part of a larger hunt this is, Parallel its attempts at once.
 	FirstSeed int64         `json:"first_seed"`
@@ -333,11 +346,11 @@ func Run(ctx context.Context, template runner.Plan, draw runner.Draw, o Options)
 	_ = os.Symlink(filepath.Join(o.Name, filepath.Base(dir)), latest)
 
 	o.Log.Info("hunt", "dir", dir, "lock", template.Lock.Variant, "topology", template.Topology.String(),
-		"kinds", draw.Kinds, "concurrency", draw.Concurrency, "budget", o.Budget, "want", o.Want,
+		"kinds", draw.Kinds, "concurrency", draw.Concurrency, "budget", o.Budget, "counts", o.Like,
 		"parallel", o.Parallel, "shard", o.Shard)
 	h.s = &Summary{
 		Name: o.Name, Dir: dir, Started: h.began, Budget: o.Budget, Template: template, Draw: draw,
-		Want: o.Want, After: o.After, FirstSeed: o.FirstSeed, MaxSeeds: o.MaxSeeds, Shard: o.Shard,
+		Want: o.Like.Kinds, After: o.Like.After, FirstSeed: o.FirstSeed, MaxSeeds: o.MaxSeeds, Shard: o.Shard,
 		Parallel: o.Parallel, Replays: o.Replays, Need: o.Need, First: -1, Replayed: -1, Attempts: []Attempt{},
 		Coverage: newTally(template, draw), Guided: o.Guided,
 	}
@@ -380,10 +393,11 @@ func (o Options) validate(draw runner.Draw) error {
 	if err := GuidedShard(o.Shard, o.Guided); err != nil {
 		return fmt.Errorf("%w: guided, shard %s: %w", runner.ErrPlan, o.Shard, err)
 	}
-	for _, k := range o.Want {
-		if !slices.Contains(checker.AnomalyKinds, k) {
-			return fmt.Errorf("%w: anomaly kind %q unknown (valid: %v)", runner.ErrPlan, k, checker.AnomalyKinds)
-		}
+	if len(o.Like.Windows) > 0 {
+		return fmt.Errorf("%w: a hunt counts finds by kind and time; the windows a find followed are its own (Attempt.Like)", runner.ErrPlan)
+	}
+	if err := o.Like.Validate(); err != nil {
+		return err
 	}
 	return nil
 }
@@ -407,9 +421,25 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// KindsOf lists the distinct fault kinds of a plan's schedule, in order:
-// what "hunt --like ROW" draws from.
-func KindsOf(p runner.Plan) []nemesis.Kind {
+// Way is how a find failed, as finds are told apart before they are
+// shrunk: its anomaly kind, the telling windows its anomaly followed and
+// the kinds of the faults that anomaly names ("" for an attempt that found
+// nothing).
+func (a Attempt) Way() string {
+	if a.Like == nil || len(a.Like.Kinds) == 0 {
+		return ""
+	}
+	w := slices.Clone(a.Like.Windows)
+	slices.Sort(w)
+	return fmt.Sprintf("%s | %s | %s", a.Like.Kinds[0], strings.Join(w, "+"), strings.Join(a.Cause, "+"))
+}
+
+// Like is what counted as a find: Want and After as an outcome.Like.
+func (s *Summary) Like() outcome.Like { return outcome.Like{Kinds: s.Want, After: s.After} }
+
+// FaultKindsOf lists the distinct fault kinds of a plan's schedule, in
+// order: what "hunt --like ROW" draws from.
+func FaultKindsOf(p runner.Plan) []nemesis.Kind {
 	var out []nemesis.Kind
 	for _, s := range p.Faults {
 		if !slices.Contains(out, s.Fault) {

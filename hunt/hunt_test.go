@@ -116,7 +116,7 @@ func TestHuntKeepGoingAndBounds(t *testing.T) {
 	var seen []runner.Plan
 	s, err := Run(context.Background(), tmpl(t), draw, Options{
 		Name: "h", Parallel: 1, Budget: time.Hour, MaxSeeds: 6, KeepGoing: true, KeepAll: true, Store: t.TempDir(),
-		Want: []checker.Kind{checker.DoubleGrant},
+		Like: outcome.Like{Kinds: []checker.Kind{checker.DoubleGrant}},
 		Run:  fake(map[int64]bool{2: true, 4: true}, map[int64]bool{5: true}, nil, &seen),
 	})
 	if err != nil {
@@ -137,7 +137,7 @@ func TestHuntKeepGoingAndBounds(t *testing.T) {
 	// A kind not wanted does not count.
 	seen = nil
 	s, err = Run(context.Background(), tmpl(t), draw, Options{
-		Name: "h", Parallel: 1, Budget: time.Hour, MaxSeeds: 3, Store: t.TempDir(), Want: []checker.Kind{checker.StaleWrite},
+		Name: "h", Parallel: 1, Budget: time.Hour, MaxSeeds: 3, Store: t.TempDir(), Like: outcome.Like{Kinds: []checker.Kind{checker.StaleWrite}},
 		Run: fake(map[int64]bool{2: true}, nil, nil, &seen),
 	})
 	if err != nil || s.First != -1 || s.ExitCode != outcome.ExitValid || s.Tried != 3 {
@@ -178,7 +178,7 @@ func TestHuntRefuses(t *testing.T) {
 	}{
 		"zero budget":                   {draw, Options{Name: "h", Parallel: 1, Run: run}},
 		"no kinds":                      {runner.Draw{}, Options{Name: "h", Parallel: 1, Budget: time.Minute, Run: run}},
-		"unknown kind":                  {draw, Options{Name: "h", Parallel: 1, Budget: time.Minute, Run: run, Want: []checker.Kind{"double-grants"}}},
+		"unknown kind":                  {draw, Options{Name: "h", Parallel: 1, Budget: time.Minute, Run: run, Like: outcome.Like{Kinds: []checker.Kind{"double-grants"}}}},
 		"concurrency 0":                 {runner.Draw{Kinds: draw.Kinds, Concurrency: -1}, Options{Name: "h", Parallel: 1, Budget: time.Minute, Run: run}},
 		"failover on independent nodes": {runner.Draw{Kinds: []nemesis.Kind{nemesis.Failover}}, Options{Name: "h", Parallel: 1, Budget: time.Minute, Run: run}},
 	} {

@@ -245,8 +245,12 @@ func (h *hunter) attempt(ctx context.Context, plan runner.Plan) (Attempt, error)
 				a.FaultsApplied++
 			}
 		}
-		a.Kinds = kindsOf(res)
-		a.FirstAnomaly = h.firstFind(out, nil)
+		a.Kinds = anomalyKinds(res)
+		if like, ok := h.o.Like.Find(res, out.Coverage); ok {
+			first := h.o.Like.First(res, out.Coverage)
+			a.Like, a.Cause = &like, causeOf(first, res.Faults)
+			a.FirstAnomaly = time.Duration(first.At)
+		}
 		a.Found = a.FirstAnomaly >= 0
 		// The workload starts after the cluster is up: the anomaly's time
 		// from the start of the hunt counts that too.
@@ -255,6 +259,9 @@ func (h *hunter) attempt(ctx context.Context, plan runner.Plan) (Attempt, error)
 		}
 	}
 	a.Found = a.Found && a.Verdict == checker.Invalid && !a.Interrupted
+	if !a.Found {
+		a.Like, a.Cause = nil, nil
+	}
 	if a.Verdict == checker.Valid && err == nil && !a.Interrupted && !h.o.KeepAll && out.Dir != "" {
 		// A valid attempt's plan is kept (a.Plan); its report is not.
 		if rerr := os.RemoveAll(filepath.Join(h.s.Dir, plan.Name)); rerr != nil {
@@ -275,8 +282,21 @@ func (h *hunter) quiet(a Attempt, err error) error {
 	return err
 }
 
-// kindsOf lists a result's anomaly kinds in order of first appearance.
-func kindsOf(res *checker.Result) []checker.Kind {
+// causeOf lists the kinds of the faults anomaly an names, sorted.
+func causeOf(an *checker.Anomaly, faults []checker.FaultWindow) []string {
+	var out []string
+	for _, f := range faults {
+		if slices.Contains(an.Faults, f.ID) && !slices.Contains(out, f.Kind) {
+			out = append(out, f.Kind)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// anomalyKinds lists a result's anomaly kinds in order of first
+// appearance.
+func anomalyKinds(res *checker.Result) []checker.Kind {
 	var out []checker.Kind
 	for _, an := range res.Anomalies {
 		if !slices.Contains(out, an.Kind) {
@@ -284,31 +304,6 @@ func kindsOf(res *checker.Result) []checker.Kind {
 		}
 	}
 	return out
-}
-
-// firstFind is when (from the start of its workload) a run's first
-// anomaly that counts as a find happened: of a wanted kind (and, when
-// kinds is not nil, one of those), as late after a fault's start as
-// Options.After asks; -1 if none.
-func (h *hunter) firstFind(out *runner.Outcome, kinds []checker.Kind) time.Duration {
-	first := time.Duration(-1)
-	res := out.Result
-	if res == nil {
-		return first
-	}
-	for _, an := range res.Anomalies {
-		if h.wanted(an.Kind) && (kinds == nil || slices.Contains(kinds, an.Kind)) && outcome.Late(&an, res.Faults, h.o.After) {
-			if d := time.Duration(an.At); first < 0 || d < first {
-				first = d
-			}
-		}
-	}
-	return first
-}
-
-// wanted says whether an anomaly of kind counts as a find (Options.Want).
-func (h *hunter) wanted(k checker.Kind) bool {
-	return len(h.o.Want) == 0 || slices.Contains(h.o.Want, k)
 }
 
 // fixLatest removes the hunt directory's latest link when it points to a

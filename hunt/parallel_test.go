@@ -5,12 +5,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/tumbler-dev/tumbler/checker"
+	"github.com/tumbler-dev/tumbler/coverage"
 	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/runner"
 	"github.com/tumbler-dev/tumbler/scenarios/matrix"
@@ -21,7 +23,12 @@ import (
 // seeds take slow (or until cancelled), and it counts the runs at once.
 type world struct {
 	bad, flaky map[int64]bool
-	slow       map[int64]time.Duration
+	// otherWay seeds' attempts give a double grant that followed a
+	// restart empty, their replays one that followed only a holder's stop.
+	otherWay map[int64]bool
+	// named seeds' anomalies name fault f1, of this kind.
+	named map[int64]string
+	slow  map[int64]time.Duration
 	// started, when set, is told each seed as its run starts.
 	started chan int64
 
@@ -65,11 +72,23 @@ func (w *world) run(ctx context.Context, p runner.Plan, o runner.Options) (*runn
 		w.mu.Unlock()
 		return &runner.Outcome{Dir: dir, Plan: p, Result: res, Interrupted: true, Judgement: outcome.Judgement{Verdict: checker.Unknown, ExitCode: outcome.ExitUnknown}}, nil
 	}
+	var cov *coverage.Run
 	if w.bad[p.Seed] && !(replay && w.flaky[p.Seed]) {
 		res.Verdict = checker.Invalid
-		res.Anomalies = []checker.Anomaly{{Kind: checker.DoubleGrant, At: int64(3 * time.Second)}}
+		a := checker.Anomaly{Kind: checker.DoubleGrant, At: int64(3 * time.Second)}
+		if k := w.named[p.Seed]; k != "" {
+			a.Faults, res.Faults[0].Kind = []string{"f1"}, k
+		}
+		res.Anomalies = []checker.Anomaly{a}
+		if w.otherWay[p.Seed] {
+			windows := []string{coverage.RestartEmpty, coverage.HolderStopped}
+			if replay {
+				windows = []string{coverage.HolderStopped}
+			}
+			cov = &coverage.Run{Anomalies: []coverage.Followed{{Kind: a.Kind, At: a.At, Windows: windows}}}
+		}
 	}
-	return &runner.Outcome{Dir: dir, Plan: p, Result: res, Judgement: outcome.Judgement{Verdict: res.Verdict}}, nil
+	return &runner.Outcome{Dir: dir, Plan: p, Result: res, Coverage: cov, Judgement: outcome.Judgement{Verdict: res.Verdict}}, nil
 }
 
 func seedsOf(as []Attempt) []int64 {
@@ -243,6 +262,55 @@ func TestFindThatDoesNotReplay(t *testing.T) {
 	}
 	if !strings.Contains(s.Headline(), "did not replay") {
 		t.Errorf("headline %q does not say the find did not replay", s.Headline())
+	}
+}
+
+// TestReplayFailingAnotherWay: seed 2's find followed a restart empty;
+// its replays give a double grant too, but one that followed only a
+// holder's stop. They do not fail like the find (its Like asks for the
+// restart), so it does not replay, and seed 3's does.
+func TestReplayFailingAnotherWay(t *testing.T) {
+	w := &world{bad: map[int64]bool{2: true, 3: true}, otherWay: map[int64]bool{2: true}}
+	s, err := Run(context.Background(), tmpl(t), draw, Options{Name: "h", Parallel: 1, Budget: time.Hour, Replays: 3, Need: 2, Store: t.TempDir(), Run: w.run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.First != 1 || s.Replayed != 2 {
+		t.Fatalf("first %d replayed %d, want 1 and 2", s.First, s.Replayed)
+	}
+	f := s.Attempts[1]
+	if f.Like == nil || !slices.Equal(f.Like.Windows, []string{coverage.RestartEmpty}) || f.Replays.Alike != 0 {
+		t.Errorf("seed 2's find: like %+v, replays %+v", f.Like, f.Replays)
+	}
+	if g := s.Attempts[2]; g.Like == nil || len(g.Like.Windows) != 0 || g.Replays.Alike != 2 {
+		t.Errorf("seed 3's find: like %+v, replays %+v", g.Like, g.Replays)
+	}
+}
+
+// TestEachWay: with EachWay a hunt that goes on replays each find that
+// fails a way no lower seed's replayed find did (its anomaly's faults'
+// kinds differ), and not one that fails a way already replayed.
+func TestEachWay(t *testing.T) {
+	w := &world{bad: map[int64]bool{1: true, 2: true, 3: true}, named: map[int64]string{1: "kill", 2: "kill", 3: "clock"}}
+	s, err := Run(context.Background(), tmpl(t), draw, Options{Name: "h", Parallel: 1, Budget: time.Hour, MaxSeeds: 3,
+		KeepGoing: true, EachWay: true, Replays: 2, Need: 2, Store: t.TempDir(), Run: w.run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.replays[1] != 2 || w.replays[2] != 0 || w.replays[3] != 2 {
+		t.Errorf("replays by seed %v, want seeds 1 and 3 replayed, 2 (seed 1's way) not", w.replays)
+	}
+	if a, b := s.Attempts[0].Way(), s.Attempts[2].Way(); a == b || !strings.HasSuffix(a, "| kill") {
+		t.Errorf("ways %q and %q", a, b)
+	}
+	// Without EachWay only the first find replays.
+	w = &world{bad: map[int64]bool{1: true, 3: true}, named: map[int64]string{1: "kill", 3: "clock"}}
+	if _, err := Run(context.Background(), tmpl(t), draw, Options{Name: "h", Parallel: 1, Budget: time.Hour, MaxSeeds: 3,
+		KeepGoing: true, Replays: 2, Need: 2, Store: t.TempDir(), Run: w.run}); err != nil {
+		t.Fatal(err)
+	}
+	if w.replays[3] != 0 {
+		t.Errorf("without EachWay seed 3 replayed %d times", w.replays[3])
 	}
 }
 

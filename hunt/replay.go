@@ -3,15 +3,13 @@ package hunt
 import (
 	"context"
 	"path/filepath"
-	"slices"
 
-	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/runner"
 )
 
 // Replays is how a find fared when its plan was replayed
-// (Options.Replays): Replayed runs, Alike of them failing alike (an
-// anomaly of the find's kinds that counts as a find), Need wanted.
+// (Options.Replays): Replayed runs, Alike of them failing alike (by the
+// find's own outcome.Like, Attempt.Like), Need wanted.
 // Replaying stops as soon as the outcome is decided.
 type Replays struct {
 	Replayed int `json:"replayed"`
@@ -31,12 +29,12 @@ func (r *Replays) Reproduced() bool { return r != nil && r.Need > 0 && r.Alike >
 // replay replays a find's plan up to Replays times into the hunt's
 // replays/ directory and records how often it failed alike in a.Replays.
 // A find is not replayed when one with a lower seed already replayed (the
-// hunt has its find to shrink). It runs on the attempt's goroutine.
+// hunt has its find to shrink) — with Options.EachWay, one that failed the
+// same way (Attempt.Way). It runs on the attempt's goroutine.
 func (h *hunter) replay(ctx context.Context, plan runner.Plan, a *Attempt) {
-	if h.o.Replays == 0 || h.replayedBelow(a.Seed) {
+	if h.o.Replays == 0 || a.Like == nil || h.replayedBelow(*a) {
 		return
 	}
-	kinds := slices.DeleteFunc(slices.Clone(a.Kinds), func(k checker.Kind) bool { return !h.wanted(k) })
 	plan.Name = seedName(plan.Seed)
 	r := &Replays{Need: h.o.Need}
 	a.Replays = r
@@ -57,7 +55,7 @@ func (h *hunter) replay(ctx context.Context, plan runner.Plan, a *Attempt) {
 			h.o.Log.Warn("replay failed", "seed", a.Seed, "err", err)
 			continue
 		}
-		if out.Judgement.Verdict == checker.Invalid && !out.Interrupted && h.firstFind(out, kinds) >= 0 {
+		if _, alike := a.Like.Fails(out.Result, out.Interrupted, out.Coverage); alike {
 			r.Alike++
 			if rel, err := filepath.Rel(h.s.Dir, out.Dir); err == nil && out.Dir != "" {
 				r.Dirs = append(r.Dirs, rel)
@@ -66,12 +64,13 @@ func (h *hunter) replay(ctx context.Context, plan runner.Plan, a *Attempt) {
 	}
 }
 
-// replayedBelow says whether a find with a seed below seed replayed.
-func (h *hunter) replayedBelow(seed int64) bool {
+// replayedBelow says whether a find with a seed below a's replayed (with
+// Options.EachWay: one that failed a's way).
+func (h *hunter) replayedBelow(a Attempt) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, a := range h.s.Attempts {
-		if a.Seed < seed && a.Replays.Reproduced() {
+	for _, b := range h.s.Attempts {
+		if b.Seed < a.Seed && b.Replays.Reproduced() && (!h.o.EachWay || b.Way() == a.Way()) {
 			return true
 		}
 	}

@@ -1,23 +1,30 @@
 package nemesis
 
-import "github.com/tumbler-dev/tumbler/history"
+import (
+	"slices"
+
+	"github.com/tumbler-dev/tumbler/history"
+)
 
 // Family is a group of fault kinds that break a lock the same way —
 // through the network, the data nodes' processes, clocks, persistence,
 // memory, lost replies, the clients, the lock's own steps, a failover —
-// hunted together (a campaign hunts one lock over topology × family). A
-// family is declared by the traits its kinds share, never by kind names:
-// a new kind joins every family one of whose traits it declares, with no
-// edit here.
+// hunted together by a campaign (package campaign), one hunt per topology
+// and family. A family is declared by the traits its kinds share, never
+// by kind names: a new kind joins every family one of whose traits it
+// declares, with no edit here.
 type Family struct {
-	// Name is the family's stable name.
+	// Name is the family's stable name (campaign.json, --families).
 	Name string
 	// Doc says in one line what its faults do.
 	Doc string
-	// Traits: a kind with any of them belongs to the family.
+	// Traits: a kind with any of them belongs to the family, unless it
+	// has one of Unless (a step-pause stops a client, but at the lock's
+	// steps: it is the steps family's).
 	Traits history.TraitSet
-	// Kinds are the kinds with one of Traits, in the registry's order
-	// (KindsWith); a hunt draws from those its run can take.
+	Unless history.TraitSet
+	// Kinds are the kinds that belong, in the registry's order; a
+	// campaign draws from those a run can take.
 	Kinds []Kind
 }
 
@@ -29,17 +36,17 @@ var families = []Family{
 		Traits: history.TraitSet{history.StopsNode}},
 	{Name: "clock", Doc: "node and client clocks stepped and drifting",
 		Traits: history.TraitSet{history.MovesNodeClock, history.MovesClientClock}},
-	{Name: "persistence", Doc: "nodes back from a kill with what their persistence kept, or empty",
+	{Name: "persistence", Doc: "nodes back from a restart with what their persistence kept, or empty",
 		Traits: history.TraitSet{history.RestartsNode}},
 	{Name: "memory", Doc: "memory pressure, eviction and refused writes",
 		Traits: history.TraitSet{history.FillsMemory, history.RefusesWrites}},
 	{Name: "replies", Doc: "replies lost or late, with the library's own retries",
 		Traits: history.TraitSet{history.LosesReplies, history.SlowsLinks}},
 	{Name: "clients", Doc: "clients paused and starved of CPU",
-		Traits: history.TraitSet{history.StopsClient}},
+		Traits: history.TraitSet{history.StopsClient}, Unless: history.TraitSet{history.ArmsStep}},
 	{Name: "steps", Doc: "clients stopped or crashed at the lock's own steps",
 		Traits: history.TraitSet{history.ArmsStep}},
-	{Name: "failover", Doc: "a replica promoted, and the node cuts Sentinel answers with one",
+	{Name: "failover", Doc: "a replica promoted, and the partitions Sentinel answers with one",
 		Traits: history.TraitSet{history.PromotesReplica, history.IsolatesNode}},
 }
 
@@ -49,7 +56,8 @@ var families = []Family{
 func Families() []Family {
 	out := make([]Family, len(families))
 	for i, f := range families {
-		f.Kinds = KindsWith(f.Traits...)
+		f.Traits, f.Unless = slices.Clone(f.Traits), slices.Clone(f.Unless)
+		f.Kinds = slices.DeleteFunc(KindsWith(f.Traits...), func(k Kind) bool { return k.Traits().Has(f.Unless...) })
 		out[i] = f
 	}
 	return out

@@ -70,39 +70,6 @@ func TestKindsWith(t *testing.T) {
 	}
 }
 
-// TestFamilies: every kind belongs to a family; each family has a name of
-// its own, a one-line doc, traits, and kinds.
-func TestFamilies(t *testing.T) {
-	in := map[Kind]bool{}
-	names := map[string]bool{}
-	for _, f := range Families() {
-		if names[f.Name] || f.Name == "" {
-			t.Errorf("family %q: empty or twice", f.Name)
-		}
-		names[f.Name] = true
-		if f.Doc == "" || strings.Contains(f.Doc, "\n") || len(f.Traits) == 0 || len(f.Kinds) == 0 {
-			t.Errorf("family %s: want a one-line doc, traits and kinds: %+v", f.Name, f)
-		}
-		if !slices.Equal(f.Kinds, KindsWith(f.Traits...)) {
-			t.Errorf("family %s: kinds %v are not those with its traits", f.Name, f.Kinds)
-		}
-		for _, k := range f.Kinds {
-			in[k] = true
-		}
-	}
-	for _, k := range Kinds {
-		if !in[k] {
-			t.Errorf("kind %s belongs to no family", k)
-		}
-	}
-	if f, ok := FamilyNamed("persistence"); !ok || !slices.Equal(f.Kinds, []Kind{Kill, Restart}) {
-		t.Errorf("persistence: %+v %v", f, ok)
-	}
-	if _, ok := FamilyNamed("weather"); ok {
-		t.Error("a family nobody declared")
-	}
-}
-
 // meteor is a kind of fault tumbler does not ship: it stops nodes and
 // brings them back empty. Its traits are all it says about what it does.
 type meteor struct{ kindBase }

@@ -32,10 +32,15 @@ type Expectation struct {
 	AfterFaultStart spans.Span `json:"after_fault_start,omitzero"`
 }
 
-// late reports whether a happened at least AfterFaultStart after the
-// start of a fault it names (any anomaly, without the bound).
-func (e Expectation) late(a *checker.Anomaly, faults []checker.FaultWindow) bool {
-	return Late(a, faults, e.AfterFaultStart.Resolve(0))
+// Like is what counts as the row's anomaly: one of its kind (any, for a
+// row that names none), as late after a fault's start as AfterFaultStart
+// asks — the rule a hunt like the row applies to its finds too.
+func (e Expectation) Like() Like {
+	l := Like{After: e.AfterFaultStart.Resolve(0)}
+	if e.Kind != "" {
+		l.Kinds = []checker.Kind{e.Kind}
+	}
+	return l
 }
 
 // Late reports whether a happened at least d after the start of one of

@@ -98,16 +98,12 @@ func reproduction(e Expectation, in Facts) Reproduction {
 		return rep
 	}
 	rep.Observed = res.Verdict
-	var first *checker.Anomaly
 	for i := range res.Anomalies {
-		a := &res.Anomalies[i]
-		if !slices.Contains(rep.Kinds, a.Kind) {
+		if a := &res.Anomalies[i]; !slices.Contains(rep.Kinds, a.Kind) {
 			rep.Kinds = append(rep.Kinds, a.Kind)
 		}
-		if (e.Kind == "" || a.Kind == e.Kind) && e.late(a, res.Faults) && (first == nil || a.At < first.At) {
-			first = a
-		}
 	}
+	first := e.Like().First(res, nil)
 	if first != nil {
 		rep.FirstAnomaly, rep.Faults = first.At, first.Faults
 	}

@@ -2,8 +2,11 @@ package reports
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/tumbler-dev/tumbler/coverage"
@@ -74,4 +77,22 @@ func writeCoverage(w io.Writer, c *coverage.Run) error {
 	}
 	_, err = w.Write(append(b, '\n'))
 	return err
+}
+
+// ReadCoverage reads a run directory's coverage.json; nil and no error
+// when the run has none (it recorded no history, or was written before
+// coverage was judged).
+func ReadCoverage(dir string) (*coverage.Run, error) {
+	b, err := os.ReadFile(filepath.Join(dir, CoverageFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var c coverage.Run
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, CoverageFile), err)
+	}
+	return &c, nil
 }

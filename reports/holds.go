@@ -6,6 +6,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/lock"
 )
 
 // lane is one client's use of one key on the timeline; a read-write
@@ -106,7 +107,7 @@ func deriveHolds(ops []history.Op, cfg checker.Config) holdsModel {
 // on the lane of their mode, the resource requests on the writer's.
 func laneOf(o history.Op, cfg checker.Config) lane {
 	l := lane{key: o.Key, client: o.Client}
-	if cfg.Shape == checker.ShapeReadWrite {
+	if cfg.Shape == lock.KindReadWrite {
 		l.mode = o.Mode
 		if l.mode == "" {
 			l.mode = history.ModeWrite

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/lock"
 )
 
 // kindRun checks ops (times in ms) under cfg and makes a Run of them.
@@ -58,7 +59,7 @@ func sorted(parts ...[]history.Op) []history.Op {
 }
 
 func TestTimelineReadWriteLanes(t *testing.T) {
-	r := kindRun(t, checker.Config{Subject: checker.Subject{Shape: checker.ShapeReadWrite}}, sorted(
+	r := kindRun(t, checker.Config{Subject: checker.Subject{Shape: lock.KindReadWrite}}, sorted(
 		hold(0, history.ModeRead, 10, 100), hold(1, history.ModeRead, 20, 120), hold(0, history.ModeWrite, 200, 300)))
 	dir, _ := writeReport(t, r)
 	svg := readFile(t, filepath.Join(dir, TimelineFile))
@@ -70,7 +71,7 @@ func TestTimelineReadWriteLanes(t *testing.T) {
 }
 
 func TestTimelinePermitsAndQueue(t *testing.T) {
-	r := kindRun(t, checker.Config{Subject: checker.Subject{Shape: checker.ShapeSemaphore, Permits: 1}}, sorted(hold(0, "", 10, 100), hold(1, "", 50, 150)))
+	r := kindRun(t, checker.Config{Subject: checker.Subject{Shape: lock.KindSemaphore, Permits: 1}}, sorted(hold(0, "", 10, 100), hold(1, "", 50, 150)))
 	if r.Result.Verdict != checker.Invalid {
 		t.Fatalf("two holders of one permit: %s", r.Result.Verdict)
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/lock"
 )
 
 // drawLegend explains every mark the timeline may carry (those of the
@@ -55,7 +56,7 @@ func (v *view) drawLegend(out *svgOut, l *timelineLayout) {
 		out.printf(`<rect class="tl-fault" x="%.1f" y="%.1f" width="18" height="12"/>`, x, y)
 	}, "fault active")
 	cfg := v.run.Check
-	if cfg.Shape == checker.ShapeReadWrite {
+	if cfg.Shape == lock.KindReadWrite {
 		item(func(x, y float64) {
 			out.printf(`<rect x="%.1f" y="%.1f" width="18" height="%d" fill="%s"/>`, x, y+1, tlBarH, laneColor(lane{mode: history.ModeRead}))
 		}, "read hold (a lane per mode)")
@@ -73,7 +74,7 @@ func (v *view) drawLegend(out *svgOut, l *timelineLayout) {
 			out.printf(`<polyline points="%.1f,%.1f %.1f,%.1f %.1f,%.1f %.1f,%.1f" fill="none" stroke="#1c7ed6"/>`, x, y+10, x+6, y+10, x+6, y+3, x+18, y+3)
 		}, fmt.Sprintf("permits held (dashed: the %d permits)", cfg.Permits))
 	}
-	if cfg.Shape == checker.ShapeLatch {
+	if cfg.Shape == lock.KindLatch {
 		item(func(x, y float64) {
 			out.printf(`<rect x="%.1f" y="%.1f" width="18" height="%d" fill="#d3f9d8" stroke="#adb5bd"/>`, x, y+1, tlBarH)
 		}, "waited on the latch and passed (yellow: gave up)")

@@ -11,9 +11,10 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/access"
-	"github.com/tumbler-dev/tumbler/clients"
+	_ "github.com/tumbler-dev/tumbler/clients" // the shipped clients
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/internal/tlstest"
+	"github.com/tumbler-dev/tumbler/lock/protocol"
 	"github.com/tumbler-dev/tumbler/lock/variants"
 	"github.com/tumbler-dev/tumbler/nemesis"
 	"github.com/tumbler-dev/tumbler/workloads"
@@ -50,7 +51,7 @@ func storeHolds(t *testing.T, dir, needle string) []string {
 // holds for a lock client program (redis-py over the protocol), which is
 // told where its secrets are and reads them itself.
 func TestSecretsNeverStored(t *testing.T) {
-	for _, lock := range []variants.Options{{Variant: "single"}, {Variant: variants.ClientVariant, Client: &clients.Spec{Name: "redis-py"}}} {
+	for _, lock := range []variants.Options{{Variant: "single"}, {Variant: variants.ClientVariant, Client: &protocol.Program{Name: "redis-py"}}} {
 		t.Run(lock.Label(), func(t *testing.T) { secretsNeverStored(t, lock) })
 	}
 }

@@ -24,9 +24,11 @@ const BuilderName = "tumbler"
 
 func init() {
 	workloads.RegisterBuilder(BuilderName, buildClientLocks)
-	// A client program's refusal of its init, made in a worker, is bad
-	// input at the harness too (clientInput).
+	// A client program's refusal of its init, or a command that cannot
+	// start, met in a worker, is bad input at the harness too
+	// (clientInput).
 	workloads.RegisterErrorKind("client-init", protocol.ErrInit)
+	workloads.RegisterErrorKind("client-command", protocol.ErrCommand)
 }
 
 // ClientLock is what one client needs to build its locks, as JSON so it can

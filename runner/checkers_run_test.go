@@ -12,6 +12,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/lock/variants"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
@@ -145,7 +146,7 @@ func variantPlans(t *testing.T) map[string]Plan {
 	var locks []variants.Options
 	for _, n := range builtinVariants() {
 		locks = append(locks, variants.Options{Variant: n})
-		if info, _ := variants.Lookup(n); info.Kind == variants.KindLock && !info.Wraps {
+		if info, _ := variants.Lookup(n); info.Kind == lock.KindLock && !info.Wraps {
 			locks = append(locks, variants.Options{Variant: "watchdog", Inner: n})
 		}
 	}

@@ -16,7 +16,7 @@ func (p Plan) checkConfig() checker.Config {
 		LinearizabilityTimeout: p.span(p.Check.Linearizability.Timeout),
 		LinearizabilityMemory:  int64(p.Check.Linearizability.Memory),
 		Subject: checker.Subject{
-			Shape:     checker.Shape(p.lockKind()),
+			Shape:     p.lockKind(),
 			Permits:   p.permits(),
 			Reentrant: info.Reentrant,
 			Fenced:    p.Workload.Kind == workloads.FencedWrite && info.Tokens,

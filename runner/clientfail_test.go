@@ -7,9 +7,10 @@ import (
 	"testing"
 
 	"github.com/tumbler-dev/tumbler/checker"
-	"github.com/tumbler-dev/tumbler/clients"
+	_ "github.com/tumbler-dev/tumbler/clients" // the shipped clients
 	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/internal/clienttest"
+	"github.com/tumbler-dev/tumbler/lock/protocol"
 	"github.com/tumbler-dev/tumbler/lock/variants"
 	"github.com/tumbler-dev/tumbler/reports"
 	"github.com/tumbler-dev/tumbler/workloads"
@@ -62,7 +63,7 @@ func TestClientProgramGarblesInARun(t *testing.T) {
 	prog, state := garblingClient(t), t.TempDir()
 	p := basePlan(t, "client-garbles")
 	p.Lock.Options = variants.Options{Variant: variants.ClientVariant,
-		Client: &clients.Spec{Command: []string{prog}, Env: []string{"GARBLE_STATE=" + state, "GARBLE_AT=4"}}}
+		Client: &protocol.Program{Command: []string{prog}, Env: []string{"GARBLE_STATE=" + state, "GARBLE_AT=4"}}}
 	p.Workload.Mode, p.Workload.Clients = workloads.Processes, 2
 	// Think between cycles leaves the lock free for a while after each
 	// release: with none, the two clients starting together at time zero

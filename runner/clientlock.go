@@ -1,12 +1,15 @@
 package runner
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/tumbler-dev/tumbler/access"
-	"github.com/tumbler-dev/tumbler/clients"
+	_ "github.com/tumbler-dev/tumbler/clients" // the shipped clients
 	"github.com/tumbler-dev/tumbler/internal/clockshim"
 	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/lock/protocol"
@@ -17,18 +20,20 @@ import (
 // protocolLocks runs the client's lock client program (a real lock
 // library, over the lock client protocol) and makes its locks over it.
 func protocolLocks(cl ClientLock) (workloads.Factory, func() error, error) {
-	p, closeFn, err := startProgram(cl)
+	p, closeFn, err := startProgram(context.Background(), cl, nil)
 	if err != nil {
 		return nil, nil, err
 	}
 	return p.Primitive, closeFn, nil
 }
 
-// startProgram starts the client's lock client program. It runs in this
-// process's group — a client worker's — with the clock shim, so client
-// pauses, crashes and clock faults reach it; its stderr goes to
-// cl.ClientLog.
-func startProgram(cl ClientLock) (*protocol.Process, func() error, error) {
+// startProgram starts the client's lock client program, with the clock
+// shim, so client clock faults reach it: in a client worker, in the
+// worker's process group, so client pauses and crashes reach it too; in
+// the harness (in-process clients, conform), in a group of its own. Its
+// stderr goes to cl.ClientLog, its transcript to trace (nil: none); ctx
+// ends the wait for its init.
+func startProgram(ctx context.Context, cl ClientLock, trace io.Writer) (*protocol.Process, func() error, error) {
 	m, err := cl.Lock.Client.Manifest()
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: lock client: %w", lock.ErrConfig, err)
@@ -41,8 +46,12 @@ func startProgram(cl ClientLock) (*protocol.Process, func() error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg := protocol.Config{Name: m.Name, Command: inst.Command, Dir: inst.Dir, Env: inst.Env,
-		Init: protocolInit(cl, m), ClockShim: shim}
+	name := m.Name
+	if m.File() == "" { // a bare program: its command names it
+		name = strings.Join(m.Command, " ")
+	}
+	cfg := protocol.Config{Name: name, Command: inst.Command, Dir: inst.Dir, Env: inst.Env,
+		Init: protocolInit(cl, m), ClockShim: shim, SameGroup: workloads.IsWorker(), Trace: trace}
 	var logFile *os.File
 	if cl.ClientLog != "" {
 		if err := os.MkdirAll(filepath.Dir(cl.ClientLog), 0o755); err != nil {
@@ -53,7 +62,7 @@ func startProgram(cl ClientLock) (*protocol.Process, func() error, error) {
 		}
 		cfg.Log = logFile
 	}
-	p, err := protocol.Start(cfg)
+	p, err := protocol.StartContext(ctx, cfg)
 	if err != nil {
 		if logFile != nil {
 			logFile.Close()
@@ -83,7 +92,7 @@ func (p Plan) clientACL() []string {
 
 // protocolInit is the init a client program gets: the client's own view
 // of the cluster (its proxies), where its secrets are, and the lock.
-func protocolInit(cl ClientLock, m clients.Manifest) protocol.Init {
+func protocolInit(cl ClientLock, m protocol.Manifest) protocol.Init {
 	v := cl.View
 	in := protocol.Init{
 		Client: v.Client, Kind: m.Kind, Keys: cl.Keys, TTLMS: cl.Lock.TTL.Milliseconds(),

@@ -1,10 +1,12 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tumbler-dev/tumbler/clients"
+	_ "github.com/tumbler-dev/tumbler/clients" // the shipped clients
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/lock/conform"
@@ -24,7 +26,8 @@ import (
 
 // ConformOptions say which lock client to check and where.
 type ConformOptions struct {
-	Client clients.Spec
+	// Client is a shipped client, a client directory or a bare program.
+	Client protocol.Program
 	// Server the nodes run: redis (default) or valkey.
 	Server cluster.Server
 	// TTL of the timing checks (0: the client's manifest's, else 1 s).
@@ -33,6 +36,9 @@ type ConformOptions struct {
 	// conform.json): Store/conform/<client>/<time>.
 	Store string
 	Log   *slog.Logger
+	// Trace keeps each check's transcript (ConformCheck.Transcript), and
+	// writes it to trace/<check>.txt in the check's directory.
+	Trace bool
 }
 
 // ConformResult is a conformance run: one line per check.
@@ -62,6 +68,10 @@ type ConformCheck struct {
 	Outcome string        `json:"outcome"`
 	Detail  string        `json:"detail,omitempty"`
 	Took    time.Duration `json:"took_ns"`
+	// Transcript is every line the check's contenders exchanged with
+	// tumbler, each after its contender ("c3 > {…}", "c3 < {…}"), with
+	// ConformOptions.Trace.
+	Transcript []string `json:"transcript,omitempty"`
 }
 
 // Passed reports whether every check passed or deviated as documented.
@@ -80,10 +90,15 @@ const conformContenders = 8
 // Conform runs the conformance checks (package lock/conform) against a lock
 // client program, on real servers with a proxy on every link: the
 // properties every lock has, and an unknown outcome for a reply that never
-// came. A check the client's manifest documents as a deviation of its
-// library is reported as such. The error is for what kept the checks from
-// running at all; a client program that refuses its init (protocol.ErrInit)
-// is bad input (outcome.ErrInput), as in a run.
+// came. It honours what the client's manifest declares (its validity, its
+// servers, its TTL), and a check the manifest documents as a deviation of
+// its library is reported as such; a bare program declares nothing, and
+// each of its leases is judged by what it carries. The error is for what
+// kept the checks from running at all: a client program that refuses its
+// init (protocol.ErrInit) or whose command cannot start
+// (protocol.ErrCommand) is bad input (outcome.ErrInput), as in a run; one
+// that never answers its init is a failure of the harness's run (the
+// first check stops there).
 func Conform(ctx context.Context, o ConformOptions) (ConformResult, error) {
 	m, err := o.Client.Manifest()
 	if err != nil {
@@ -123,14 +138,23 @@ func Conform(ctx context.Context, o ConformOptions) (ConformResult, error) {
 		return res, accessErr(fmt.Errorf("start servers %s: %w", topo, err))
 	}
 	defer c.Close()
-	ck := &conformer{plan: p, cluster: c, dir: res.Dir, manifest: m}
-	target := conform.Target{New: ck.contender, TTL: ttl, NoValidity: !m.Validity, Cut: ck.cutReplies,
+	ck := &conformer{ctx: ctx, plan: p, cluster: c, dir: res.Dir, manifest: m, trace: o.Trace}
+	target := conform.Target{New: ck.contender, TTL: ttl, Validity: conform.ValidityUnknown, Seen: &conform.Seen{}, Remote: true, Cut: ck.cutReplies,
 		Hung: func(err error) bool { var pe *protocol.Error; return errors.As(err, &pe) }}
+	if m.File() != "" { // a manifest says what the leases carry
+		target.Validity = conform.ValidityNone
+		if m.Validity {
+			target.Validity = conform.ValidityExposed
+		}
+	}
 	for _, check := range conform.Checks {
 		log.Info("check", "name", check.Name)
-		out, err := ck.run(ctx, check, target)
-		if errors.Is(err, protocol.ErrInit) { // no check can run: bad input, as in a run
-			return res, clientInput(fmt.Errorf("check %s: %w", check.Name, err))
+		out, _ := ck.run(ctx, check, target)
+		if serr := ck.startErr(); serr != nil { // no check can run
+			return res, clientInput(fmt.Errorf("check %s: %w", check.Name, serr))
+		}
+		if ctx.Err() != nil {
+			return res, fmt.Errorf("interrupted in check %s: %w", check.Name, ctx.Err())
 		}
 		res.Checks = append(res.Checks, out)
 	}
@@ -142,25 +166,50 @@ func Conform(ctx context.Context, o ConformOptions) (ConformResult, error) {
 // conformer makes the contenders of the checks: each a client program of
 // its own, over the proxies of one of the cluster's client views.
 type conformer struct {
+	ctx      context.Context
 	plan     Plan
 	cluster  *cluster.Cluster
 	dir      string
-	manifest clients.Manifest
+	manifest protocol.Manifest
+	trace    bool
 
 	mu      sync.Mutex
 	n       int
 	open    []func() error
 	library string
+	failed  error         // a client program that could not start
+	lines   *bytes.Buffer // the transcript of the check running
+}
+
+// startErr is why a client program could not start, if one could not.
+func (ck *conformer) startErr() error {
+	ck.mu.Lock()
+	defer ck.mu.Unlock()
+	return ck.failed
 }
 
 // run runs one check: its outcome, and the error it failed with.
 func (ck *conformer) run(ctx context.Context, check conform.Check, t conform.Target) (ConformCheck, error) {
 	start := time.Now()
+	ck.mu.Lock()
+	ck.lines = &bytes.Buffer{}
+	ck.mu.Unlock()
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	err := check.Run(cctx, t, fmt.Sprintf("%sconform:%s", workloads.DefaultKeyPrefix, strings.ToLower(check.Name)))
 	cancel()
 	ck.closeAll()
 	out := ConformCheck{Name: check.Name, What: check.What, Outcome: ConformPass, Took: time.Since(start)}
+	if ck.trace {
+		ck.mu.Lock()
+		text := ck.lines.String()
+		ck.mu.Unlock()
+		if text != "" {
+			out.Transcript = strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+		}
+		if werr := os.MkdirAll(filepath.Join(ck.dir, "trace"), 0o755); werr == nil {
+			_ = os.WriteFile(filepath.Join(ck.dir, "trace", check.Name+".txt"), []byte(text), 0o644)
+		}
+	}
 	why, deviates := ck.manifest.Conform.Deviations[check.Name]
 	switch {
 	case err != nil && deviates:
@@ -187,8 +236,17 @@ func (ck *conformer) contender(key string, ttl time.Duration) (lock.Locker, erro
 	cl := ck.plan.clientLock(i%conformContenders, view, []string{key}, ck.dir)
 	cl.Lock.TTL = ttl
 	cl.ClientLog = filepath.Join(ck.dir, "clients", fmt.Sprintf("contender-%d.log", i))
-	prog, closeFn, err := startProgram(cl)
+	var trace io.Writer
+	if ck.trace {
+		trace = &traceWriter{ck: ck, prefix: fmt.Sprintf("c%d ", i)}
+	}
+	prog, closeFn, err := startProgram(ck.ctx, cl, trace)
 	if err != nil {
+		ck.mu.Lock()
+		if ck.failed == nil {
+			ck.failed = err
+		}
+		ck.mu.Unlock()
 		return nil, err
 	}
 	ck.mu.Lock()
@@ -204,6 +262,23 @@ func (ck *conformer) contender(key string, ttl time.Duration) (lock.Locker, erro
 		return nil, fmt.Errorf("client %s drives a %s: the conformance checks are for locks", ck.manifest.Name, ck.manifest.Kind)
 	}
 	return l, nil
+}
+
+// traceWriter adds a contender's lines to the transcript of the check
+// running, after the contender's name.
+type traceWriter struct {
+	ck     *conformer
+	prefix string
+}
+
+func (w *traceWriter) Write(b []byte) (int, error) {
+	w.ck.mu.Lock()
+	defer w.ck.mu.Unlock()
+	if w.ck.lines != nil {
+		w.ck.lines.WriteString(w.prefix)
+		w.ck.lines.Write(b)
+	}
+	return len(b), nil
 }
 
 func (ck *conformer) closeAll() {

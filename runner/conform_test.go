@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tumbler-dev/tumbler/clients"
+	_ "github.com/tumbler-dev/tumbler/clients" // the shipped clients
 	"github.com/tumbler-dev/tumbler/lock/conform"
+	"github.com/tumbler-dev/tumbler/lock/protocol"
 )
 
 // TestConformShippedClients: Conform on real servers, with a proxy on every
@@ -20,14 +21,14 @@ import (
 func TestConformShippedClients(t *testing.T) {
 	for _, name := range []string{"reference", "redis-py"} {
 		t.Run(name, func(t *testing.T) {
-			m, err := clients.Lookup(name)
+			m, err := protocol.Lookup(name)
 			if err != nil {
 				t.Fatal(err)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			store := t.TempDir()
-			res, err := Conform(ctx, ConformOptions{Client: clients.Spec{Name: name}, Store: store})
+			res, err := Conform(ctx, ConformOptions{Client: protocol.Program{Name: name}, Store: store})
 			if err != nil {
 				t.Fatalf("conform %s: %v", name, err)
 			}

@@ -4,7 +4,6 @@ import (
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/coverage"
 	"github.com/tumbler-dev/tumbler/lock"
-	"github.com/tumbler-dev/tumbler/lock/variants"
 	"github.com/tumbler-dev/tumbler/nemesis"
 )
 
@@ -24,7 +23,7 @@ func (p Plan) CoverageSetup(kinds []nemesis.Kind) coverage.Setup {
 	}
 	s := coverage.Setup{
 		TTL: ttl, Validity: ttl - d.Drift(ttl),
-		Leases:   p.lockKind() != variants.KindLatch,
+		Leases:   p.lockKind() != lock.KindLatch,
 		Quorum:   info.AllNodes && tr.IndependentMasters,
 		Nodes:    p.Topology.Nodes(),
 		Failover: tr.Failovers != 0,

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/internal/field"
-	"github.com/tumbler-dev/tumbler/lock/variants"
+	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/nemesis"
 	"github.com/tumbler-dev/tumbler/spans"
 	"github.com/tumbler-dev/tumbler/workloads"
@@ -168,7 +168,7 @@ func (p Plan) drawFaults(d Draw) ([]nemesis.Step, error) {
 	// Its waiters that never pass show only in a quiet end, so every latch
 	// plan leaves one.
 	key := workloads.Config{Options: p.Workload}.Key(0)
-	latch := p.lockKind() == variants.KindLatch
+	latch := p.lockKind() == lock.KindLatch
 	if latch {
 		key = ""
 	}

@@ -24,12 +24,13 @@ func (k inputKind) Error() string { return string(k) }
 func (k inputKind) Is(target error) bool { return target == outcome.ErrInput }
 
 // clientInput is err, marked as bad input (outcome.Input) when a lock
-// client program refused its init (protocol.ErrInit): the plan gave it
-// settings it does not take (clients/PROTOCOL.md, "Errors"). In process
-// mode the refusal comes from a worker and keeps its kind on the way
+// client program refused its init (protocol.ErrInit: the plan gave it
+// settings it does not take, clients/PROTOCOL.md, "Errors") or its
+// command cannot start (protocol.ErrCommand). In process mode the error
+// comes from a worker and keeps its kind on the way
 // (workloads.RegisterErrorKind).
 func clientInput(err error) error {
-	if errors.Is(err, protocol.ErrInit) && !errors.Is(err, outcome.ErrInput) {
+	if (errors.Is(err, protocol.ErrInit) || errors.Is(err, protocol.ErrCommand)) && !errors.Is(err, outcome.ErrInput) {
 		return outcome.Input(err)
 	}
 	return err

@@ -5,7 +5,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/cluster"
-	"github.com/tumbler-dev/tumbler/lock/variants"
+	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/spans"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
@@ -91,11 +91,15 @@ func (p Plan) Normalize() Plan {
 
 func (p Plan) normalLock() LockPlan {
 	l := p.Lock
-	if l.Kind() == variants.KindSemaphore && l.Permits == 0 {
+	if l.Kind() == lock.KindSemaphore && l.Permits == 0 {
 		l.Permits = DefaultPermits
 	}
 	if l.ReadTimeout.IsZero() {
 		l.ReadTimeout = spans.Fixed(DefaultReadTimeout)
+	}
+	if l.Client != nil { // a client directory's manifest, as the run reads it
+		c := l.Client.Normalize()
+		l.Client = &c
 	}
 	if l.Discovery == "" && p.Topology.Sentinels {
 		l.Discovery = DiscoverySentinel
@@ -108,7 +112,7 @@ func (p Plan) normalWorkload() workloads.Options {
 	kind := p.lockKind()
 	if w.Kind == "" {
 		w.Kind = workloads.FencedWrite
-		if kind == variants.KindLatch {
+		if kind == lock.KindLatch {
 			w.Kind = workloads.Latch
 		}
 	}
@@ -131,7 +135,7 @@ func (p Plan) normalWorkload() workloads.Options {
 	if w.OpTimeout.IsZero() {
 		w.OpTimeout = spans.Fixed(workloads.DefaultOpTimeout)
 	}
-	if kind == variants.KindReadWrite && w.ReadFraction == nil {
+	if kind == lock.KindReadWrite && w.ReadFraction == nil {
 		f := DefaultReadFraction
 		w.ReadFraction = &f
 	}

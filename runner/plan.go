@@ -16,6 +16,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/access"
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/lock/variants"
 	"github.com/tumbler-dev/tumbler/nemesis"
 	"github.com/tumbler-dev/tumbler/spans"
@@ -276,7 +277,7 @@ func (p Plan) span(s Span) time.Duration { return s.Resolve(p.ttl()) }
 
 // lockKind is the kind of the plan's lock (KindLock when it is unknown:
 // Validate says so).
-func (p Plan) lockKind() variants.Kind { return p.Lock.Kind() }
+func (p Plan) lockKind() lock.Kind { return p.Lock.Kind() }
 
 // overrideLinearizability replaces the plan's linearizability bounds by
 // the ones set in o.
@@ -409,7 +410,7 @@ func (p Plan) nemesisSetup(prov cluster.Provider) nemesis.Setup {
 
 // permits is the semaphore's permits, 0 for any other lock.
 func (p Plan) permits() int {
-	if p.lockKind() != variants.KindSemaphore {
+	if p.lockKind() != lock.KindSemaphore {
 		return 0
 	}
 	return p.Lock.Permits

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/tumbler-dev/tumbler/checker"
+	"github.com/tumbler-dev/tumbler/lock"
 )
 
 var updateDerived = flag.Bool("update-derived", false, "rewrite testdata/plans-derived from what plans resolve to now")
@@ -90,6 +91,6 @@ func checkRecord(c checker.Config) string {
 	return fmt.Sprintf("{TTL:%v LivenessK:%v LinearizabilityTimeout:%v LinearizabilityMemory:%v "+
 		"Fenced:%v Counter:%v Reentrant:%v ReadWrite:%v Fair:%v Permits:%v Latch:%v MaxAnomalies:%v Skip:%v}",
 		c.TTL, c.LivenessK, c.LinearizabilityTimeout, c.LinearizabilityMemory,
-		c.Fenced, c.Counter, c.Reentrant, c.Shape == checker.ShapeReadWrite, c.Fair, c.Permits, c.Shape == checker.ShapeLatch,
+		c.Fenced, c.Counter, c.Reentrant, c.Shape == lock.KindReadWrite, c.Fair, c.Permits, c.Shape == lock.KindLatch,
 		c.MaxAnomalies, c.Skip)
 }

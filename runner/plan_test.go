@@ -146,3 +146,30 @@ func TestClientLockSpecResolvesAgainstPlanTTL(t *testing.T) {
 		}
 	}
 }
+
+// A lock that takes whole seconds (Info.WholeSeconds) refuses another TTL,
+// named by the plan's field the TTL comes from: the plan's ttl, or a
+// client's own lock.client_ttl[i].
+func TestWholeSecondTTL(t *testing.T) {
+	plan := func(ttl, clientTTL string) string {
+		return `{"seed":1,"topology":"independent:1","ttl":"` + ttl + `","lock":{"variant":"go-zero"` + clientTTL +
+			`},"workload":{"kind":"mutex","clients":2,"hold":["0.1ttl","0.2ttl"]},"time_limit":"2s"}`
+	}
+	for _, tc := range []struct{ plan, want string }{
+		{plan("2s", ""), ""},
+		{plan("2s", `,"client_ttl":["1s","3s"]`), ""},
+		{plan("1500ms", ""), "ttl 1.5s: lock go-zero takes its TTL in whole seconds"},
+		{plan("2s", `,"client_ttl":["1s","2.5s"]`), "lock.client_ttl[1] 2.5s: lock go-zero takes its TTL in whole seconds"},
+	} {
+		p, err := ParsePlan([]byte(tc.plan), "p.json")
+		if err == nil {
+			err = p.Validate()
+		}
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.plan, err)
+		case tc.want != "" && (!errors.Is(err, ErrPlan) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "lock.ttl")):
+			t.Errorf("%s: %v, want a plan error with %q", tc.plan, err, tc.want)
+		}
+	}
+}

@@ -15,11 +15,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tumbler-dev/tumbler/clients"
+	_ "github.com/tumbler-dev/tumbler/clients" // the shipped clients
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/internal/clockshim"
 	"github.com/tumbler-dev/tumbler/internal/redistest"
 	"github.com/tumbler-dev/tumbler/lock"
+	"github.com/tumbler-dev/tumbler/lock/protocol"
 	"github.com/tumbler-dev/tumbler/lock/variants"
 )
 
@@ -75,13 +76,13 @@ func BenchmarkProtocolCost(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	goClient := &clients.Spec{Command: []string{exe}, Env: []string{GoClientEnv + "=1"}, Options: json.RawMessage(`{"variant":"single"}`)}
+	goClient := &protocol.Program{Command: []string{exe}, Env: []string{GoClientEnv + "=1"}, Options: json.RawMessage(`{"variant":"single"}`)}
 	echo, err := filepath.Abs(filepath.Join("testdata", "protocol-cost", "echo_client.py"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	pyEcho := &clients.Spec{Command: []string{"/usr/bin/python3", "-B", echo}, Steps: []clients.Step{{Name: "granted", Acquiring: true}}}
-	program := func(spec *clients.Spec, key, log string) (lock.Locker, func() error) {
+	pyEcho := &protocol.Program{Command: []string{"/usr/bin/python3", "-B", echo}, Traits: lock.Traits{Steps: []lock.Step{{Name: "granted", Acquiring: true}}}}
+	program := func(spec *protocol.Program, key, log string) (lock.Locker, func() error) {
 		return benchLocker(b, variants.Options{Variant: variants.ClientVariant, Client: spec}, view, key, log)
 	}
 	single, _ := benchLocker(b, variants.Options{Variant: "single"}, view, "bench:single", "")
@@ -90,7 +91,7 @@ func BenchmarkProtocolCost(b *testing.B) {
 	// (clients/_shared, TUMBLER_CLIENT_TIMING), so the very cycles timed
 	// here are also timed inside Python.
 	pyLog := filepath.Join(b.TempDir(), "redis-py.log")
-	pyLock, closePy := program(&clients.Spec{Name: "redis-py", Env: []string{"TUMBLER_CLIENT_TIMING=1"}}, "bench:redis-py", pyLog)
+	pyLock, closePy := program(&protocol.Program{Name: "redis-py", Env: []string{"TUMBLER_CLIENT_TIMING=1"}}, "bench:redis-py", pyLog)
 	echoLock, _ := program(pyEcho, "bench:py-echo", "")
 	vs := []benchVariant{
 		{"single", lockCycles(single)},

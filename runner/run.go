@@ -289,12 +289,15 @@ func (r *run) runWorkloadAndNemesis(ctx context.Context, c *cluster.Cluster, pro
 	}
 	defer wl.Close()
 	if err := wl.Ready(ctx); err != nil {
+		// A run whose clients never all got ready ran nothing: no verdict,
+		// a failure of the run (or bad input: a client that refused its
+		// init, a command that cannot start), said as such.
 		if ctx.Err() != nil {
 			r.interrupted = true
 			r.note("interrupted: the run was cancelled while its clients were starting; nothing ran")
-			return nil
+			return errors.New("interrupted while its clients were starting: nothing ran, so there is nothing to judge")
 		}
-		return clientInput(fmt.Errorf("workload: %w", err))
+		return clientInput(fmt.Errorf("its clients never got ready, so nothing ran: %w", err))
 	}
 	r.clock = history.NewClock()
 	r.started = time.Now()

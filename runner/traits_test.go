@@ -62,7 +62,7 @@ func TestRegisteredTraitsChooseTheCheckers(t *testing.T) {
 	build := func(variants.Spec, []redis.UniversalClient, string, []lock.Option) (lock.Locker, error) {
 		return nil, nil
 	}
-	info := variants.Info{Name: name, Grants: variants.Grants{Tokens: true, Reentrant: true}, Servers: variants.Servers{AllNodes: true}}
+	info := variants.Info{Name: name, Traits: lock.Traits{Grants: lock.Grants{Tokens: true, Reentrant: true}, Servers: lock.Servers{AllNodes: true}}}
 	if err := variants.Register(info, build); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestRegisteredTraitsChooseTheCheckers(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := p.checkConfig()
-	if !cfg.Fenced || !cfg.Reentrant || cfg.Shape != checker.ShapeLock {
+	if !cfg.Fenced || !cfg.Reentrant || cfg.Shape != lock.KindLock {
 		t.Errorf("subject %+v, want fenced and reentrant", cfg.Subject)
 	}
 	if run := checkersOf(t, p).Run; !slices.Contains(run, checker.Fencing) {
@@ -86,14 +86,5 @@ func TestRegisteredTraitsChooseTheCheckers(t *testing.T) {
 	p.Workload.Kind = workloads.Mutex
 	if run := checkersOf(t, p).Run; slices.Contains(run, checker.Fencing) {
 		t.Errorf("checkers run %v under a mutex workload, want no fencing", run)
-	}
-}
-
-// Every lock kind is a shape of the checkers' subject.
-func TestEveryKindIsAShape(t *testing.T) {
-	for _, k := range variants.Kinds {
-		if !slices.Contains(checker.Shapes, checker.Shape(k)) {
-			t.Errorf("lock kind %q is no checker.Shape", k)
-		}
 	}
 }

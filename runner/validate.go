@@ -2,12 +2,14 @@ package runner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/internal/field"
+	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/lock/variants"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
@@ -102,6 +104,9 @@ func (p Plan) validateLock() error {
 	}
 	spec := p.lockSpec()
 	if err := spec.Validate(); err != nil {
+		if ttl := specTTL(err, "ttl"); ttl != nil {
+			return ttl
+		}
 		return field.Within("lock", err)
 	}
 	if err := p.Lock.validate(p); err != nil {
@@ -138,8 +143,30 @@ func (l LockPlan) validate(p Plan) error {
 		if d := p.span(t); d < time.Millisecond {
 			return field.Errorf(fmt.Sprintf("client_ttl[%d]", i), "%v %q must be at least 1ms", field.Self, t)
 		}
+		// What the lock asks of its TTL (whole seconds, say) holds for
+		// each client's own lease too.
+		if err := p.clientLockSpec(i).Validate(); err != nil {
+			if ttl := specTTL(err, fmt.Sprintf("client_ttl[%d]", i)); ttl != nil {
+				return ttl
+			}
+			return err
+		}
 	}
 	return nil
+}
+
+// specTTL is an error of a lock's variants.Spec about its TTL, named by
+// the field of the plan the TTL comes from (path: the plan's ttl, or a
+// client's client_ttl[i] within the lock section); nil for any other
+// error.
+func specTTL(err error, path string) error {
+	fe, ok := err.(*field.Error)
+	if !ok || fe.Path != "ttl" {
+		return nil
+	}
+	named := *fe
+	named.Path = path
+	return &named
 }
 
 // validateKind checks what the lock's kind and declared traits ask of the
@@ -150,15 +177,15 @@ func (p Plan) validateKind() error {
 	kind, w, v := p.lockKind(), p.Workload, p.Lock.Variant
 	info, _ := p.Lock.Info() // validateLock checked the lock first
 	switch {
-	case kind == variants.KindLatch && w.Kind != workloads.Latch:
+	case kind == lock.KindLatch && w.Kind != workloads.Latch:
 		return field.Errorf("workload.kind", "lock %s is a latch: it needs %v %q, not %q", v, field.Self, workloads.Latch, w.Kind)
-	case kind != variants.KindLatch && w.Kind == workloads.Latch:
+	case kind != lock.KindLatch && w.Kind == workloads.Latch:
 		return field.Errorf("workload.kind", "%v latch needs the latch lock, not %s", field.Self, v)
-	case kind != variants.KindReadWrite && (w.ReadFraction != nil || w.ClientReadFraction != nil):
+	case kind != lock.KindReadWrite && (w.ReadFraction != nil || w.ClientReadFraction != nil):
 		return field.Errorf("workload.read_fraction", "%v and client_read_fraction apply only to a read-write lock, not %s", field.Self, v)
 	case w.Latch != nil && w.Kind != workloads.Latch:
 		return field.Errorf("workload.latch", "%v settings apply only to workload kind %q", field.Self, workloads.Latch)
-	case w.InitEachCycle && kind != variants.KindSemaphore:
+	case w.InitEachCycle && kind != lock.KindSemaphore:
 		return field.Errorf("workload.init_each_cycle", "%v applies only to a semaphore, not %s", field.Self, v)
 	case w.Nest > 1 && !info.Reentrant:
 		return field.Errorf("workload.nest", "%v %d needs a reentrant lock (%s), not %s", field.Self, w.Nest, strings.Join(variants.With(func(i variants.Info) bool { return i.Reentrant }), ", "), p.Lock.Label())
@@ -183,7 +210,53 @@ func (p Plan) validateWork() error {
 	if err := p.nemesisPlan().Validate(p.nemesisSetup(nil)); err != nil {
 		return faultsError(err)
 	}
+	if err := p.validateSteps(); err != nil {
+		return err
+	}
 	return field.Within("check", p.Check.validate(p))
+}
+
+// workloadSteps are the steps the workload reports, whatever the lock.
+var workloadSteps = []string{workloads.StepAfterAcquire, workloads.StepBeforeRelease, workloads.StepBeforeWrite, workloads.StepBeforeCountDown}
+
+// validateSteps checks that every step the plan's faults arm, and the one
+// its workload crashes at, is one the lock declares (Info.Steps: a
+// variant's registration, a client's manifest) or one of the workload's:
+// a step nobody reports would never stop a client.
+func (p Plan) validateSteps() error {
+	info, err := p.Lock.Info()
+	if err != nil {
+		return nil // validateLock said why
+	}
+	check := func(path, step string) error {
+		if step == "" || slices.Contains(workloadSteps, step) || slices.ContainsFunc(info.Steps, func(s lock.Step) bool { return s.Name == step }) {
+			return nil
+		}
+		if strings.HasPrefix(step, "workload:") {
+			return field.Errorf(path, "%q is no step of the workload (its steps: %s)", step, strings.Join(workloadSteps, ", "))
+		}
+		declared := "its variant's registration"
+		if p.Lock.Client != nil {
+			declared = "lock.client's steps"
+			if m, err := p.Lock.Client.Manifest(); err == nil && m.File() != "" {
+				declared = m.File() + "'s field \"steps\""
+			}
+		}
+		has := "none"
+		if len(info.Steps) > 0 {
+			has = strings.Join(lock.StepNames(info.Steps), ", ")
+		}
+		return field.Errorf(path, "%q is not a step lock %s reports (%s lists: %s; the workload's: %s)", step, p.Lock.Label(), declared, has, strings.Join(workloadSteps, ", "))
+	}
+	for i, st := range p.Faults {
+		if err := check(fmt.Sprintf("faults[%d].step", i), st.LockStep); err != nil {
+			return err
+		}
+	}
+	if c := p.Workload.Crash; c != nil {
+		return check("workload.crash.step", c.Step)
+	}
+	return nil
 }
 
 // faultsError is an error of the nemesis's validation (nemesis.Plan.Validate)

@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tumbler-dev/tumbler/clients"
+	_ "github.com/tumbler-dev/tumbler/clients" // the shipped clients
+	"github.com/tumbler-dev/tumbler/lock/protocol"
 	"github.com/tumbler-dev/tumbler/lock/variants"
 	"github.com/tumbler-dev/tumbler/runner"
 )
@@ -29,11 +30,8 @@ func overProtocol(t *testing.T, p runner.Plan) runner.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := &clients.Spec{Command: []string{exe}, Env: []string{runner.GoClientEnv + "=1", "GORACE=atexit_sleep_ms=0"},
-		Options: opts, Kind: string(info.Kind), Fencing: info.Tokens, AllNodes: info.AllNodes}
-	for _, st := range info.Steps {
-		spec.Steps = append(spec.Steps, clients.Step{Name: st.Name, Acquiring: st.Acquiring})
-	}
+	spec := &protocol.Program{Command: []string{exe}, Env: []string{runner.GoClientEnv + "=1", "GORACE=atexit_sleep_ms=0"},
+		Options: opts, Traits: info.Traits}
 	p.Lock.Options = variants.Options{Variant: variants.ClientVariant, Client: spec}
 	return p
 }

@@ -38,6 +38,7 @@ import (
 	"github.com/tumbler-dev/tumbler/reports"
 	"github.com/tumbler-dev/tumbler/runner"
 	"github.com/tumbler-dev/tumbler/scenarios"
+	"github.com/tumbler-dev/tumbler/spans"
 )
 
 // Files in a shrink's directory.
@@ -65,8 +66,11 @@ type Options struct {
 	// Budget bounds the search (default 5 minutes); when it is spent the
 	// smallest plan kept so far is the result.
 	Budget time.Duration
-	// Kinds are the anomaly kinds that count as "the same way". Required.
-	Kinds []checker.Kind
+	// Like is what "fails the same way" means (outcome.Like: the found
+	// run's anomaly kinds, how late after a fault's start, the dangerous
+	// windows it followed; hunt's Attempt.Like, or LikeOf a stored run).
+	// Its Kinds are required.
+	Like outcome.Like
 	// Dir is the shrink's directory (created). Required.
 	Dir string
 	// Found says where the plan was found, for the catalog row's source
@@ -114,8 +118,10 @@ type Candidate struct {
 
 // Result is a shrink's record (shrink.json).
 type Result struct {
-	Dir     string         `json:"dir"`
+	Dir string `json:"dir"`
+	// Kinds are Like's anomaly kinds (as shrink.json always named them).
 	Kinds   []checker.Kind `json:"kinds"`
+	Like    outcome.Like   `json:"like"`
 	Replays int            `json:"replays"`
 	Need    int            `json:"need"`
 	Budget  time.Duration  `json:"budget_ns"`
@@ -166,23 +172,27 @@ func (o Options) Validate() error {
 // ErrNotFailing: the run to shrink did not fail with an anomaly.
 var ErrNotFailing = errors.New("nothing to shrink")
 
-// KindsOf returns the anomaly kinds of a checked run, or an error wrapping
-// outcome.ErrInput when the run has none (it was valid or not checked).
-func KindsOf(res *checker.Result, dir string) ([]checker.Kind, error) {
-	if res == nil || res.Verdict != checker.Invalid {
-		v := checker.Unknown
-		if res != nil {
-			v = res.Verdict
-		}
-		return nil, fmt.Errorf("%w: %w: the run in %s is %s, not invalid: only a run with an anomaly can be shrunk", runner.ErrPlan, ErrNotFailing, dir, v)
+// LikeOf is what fails like the stored run in dir (outcome.Like.Find:
+// its anomaly kinds and the telling windows its first anomaly followed),
+// or an error wrapping outcome.ErrInput when the run has no anomaly (it
+// was valid or not checked).
+func LikeOf(dir string) (outcome.Like, error) {
+	res, err := reports.ReadResults(dir)
+	if err != nil {
+		return outcome.Like{}, fmt.Errorf("%w: %s is not a checked run: %w", runner.ErrPlan, dir, err)
 	}
-	var out []checker.Kind
-	for _, a := range res.Anomalies {
-		if !slices.Contains(out, a.Kind) {
-			out = append(out, a.Kind)
-		}
+	cov, err := reports.ReadCoverage(dir)
+	if err != nil {
+		return outcome.Like{}, fmt.Errorf("%w: %w", runner.ErrPlan, err)
 	}
-	return out, nil
+	if like, ok := (outcome.Like{}).Find(res.Result, cov); ok && res.Result.Verdict == checker.Invalid {
+		return like, nil
+	}
+	v := checker.Unknown
+	if res.Result != nil {
+		v = res.Result.Verdict
+	}
+	return outcome.Like{}, fmt.Errorf("%w: %w: the run in %s is %s, not invalid: only a run with an anomaly can be shrunk", runner.ErrPlan, ErrNotFailing, dir, v)
 }
 
 // Shrink searches for the smallest plan that still fails like plan
@@ -197,7 +207,7 @@ func Shrink(ctx context.Context, plan runner.Plan, o Options) (*Result, error) {
 		return nil, err
 	}
 	switch {
-	case len(o.Kinds) == 0:
+	case len(o.Like.Kinds) == 0:
 		return nil, fmt.Errorf("%w: %w: no anomaly kinds to preserve", runner.ErrPlan, ErrNotFailing)
 	case o.Dir == "":
 		return nil, fmt.Errorf("%w: the shrink has no directory", runner.ErrPlan)
@@ -216,7 +226,7 @@ func Shrink(ctx context.Context, plan runner.Plan, o Options) (*Result, error) {
 		return nil, fmt.Errorf("shrink directory: %w", err)
 	}
 	s := &shrinker{o: o, began: time.Now(), res: &Result{
-		Dir: o.Dir, Kinds: o.Kinds, Replays: o.Replays, Need: o.Need, Budget: o.Budget,
+		Dir: o.Dir, Kinds: o.Like.Kinds, Like: o.Like, Replays: o.Replays, Need: o.Need, Budget: o.Budget,
 		Original: plan, Minimal: plan, Candidates: []Candidate{},
 	}}
 	err = s.search(ctx, plan)
@@ -361,11 +371,15 @@ func (s *shrinker) confirmed(plan runner.Plan) error {
 	if err != nil {
 		return fmt.Errorf("%w: the confirmed replay: %w", runner.ErrPlan, err)
 	}
-	at, ok := s.failsAlikeResult(res.Result)
-	if !ok {
-		return fmt.Errorf("%w: the confirmed replay in %s shows no anomaly of %v", runner.ErrPlan, s.o.Confirmed, s.o.Kinds)
+	cov, err := reports.ReadCoverage(s.o.Confirmed)
+	if err != nil {
+		return fmt.Errorf("%w: the confirmed replay: %w", runner.ErrPlan, err)
 	}
-	s.at, s.faults = at, res.Result.Faults
+	at, ok := s.o.Like.Fails(res.Result, res.Interrupted, cov)
+	if !ok {
+		return fmt.Errorf("%w: the confirmed replay in %s does not fail like the find (%s)", runner.ErrPlan, s.o.Confirmed, s.o.Like)
+	}
+	s.at, s.faults = time.Duration(at), res.Result.Faults
 	key := string(plan.JSON())
 	s.tried = map[string]bool{key: true}
 	dir := s.o.Confirmed
@@ -382,29 +396,14 @@ func (s *shrinker) confirmed(plan runner.Plan) error {
 	return nil
 }
 
-// failsAlike says whether a replay shows an anomaly of a wanted kind, and
-// when the first one happened.
+// failsAlike says whether a replay fails like the find (Options.Like),
+// and when its first anomaly that counts happened.
 func (s *shrinker) failsAlike(out *runner.Outcome) (time.Duration, bool) {
-	if out == nil || out.Judgement.Verdict != checker.Invalid || out.Interrupted {
+	if out == nil {
 		return 0, false
 	}
-	return s.failsAlikeResult(out.Result)
-}
-
-// failsAlikeResult is failsAlike for a checked result.
-func (s *shrinker) failsAlikeResult(res *checker.Result) (time.Duration, bool) {
-	if res == nil || res.Verdict != checker.Invalid {
-		return 0, false
-	}
-	first := time.Duration(-1)
-	for _, a := range res.Anomalies {
-		if slices.Contains(s.o.Kinds, a.Kind) {
-			if d := time.Duration(a.At); first < 0 || d < first {
-				first = d
-			}
-		}
-	}
-	return first, first >= 0
+	at, ok := s.o.Like.Fails(out.Result, out.Interrupted, out.Coverage)
+	return time.Duration(at), ok
 }
 
 func (s *shrinker) report(p Progress) {
@@ -441,7 +440,7 @@ func (s *shrinker) row() scenarios.Scenario {
 	if len(what) > 0 {
 		desc = strings.Join(what, "; ")
 	}
-	kind := s.o.Kinds[0]
+	kind := s.o.Like.Kinds[0]
 	name := fmt.Sprintf("found-%s-%s-seed-%d", m.Lock.Variant, kind, m.Seed)
 	m.Name = name
 	source := s.o.Found
@@ -452,8 +451,9 @@ func (s *shrinker) row() scenarios.Scenario {
 		Name:   name,
 		What:   fmt.Sprintf("%s on %s with %d clients: %s; a %s follows (shrunk from %d to %d fault steps)", m.Lock.Variant, m.Topology, m.Workload.Clients, desc, kind, len(s.res.Original.Faults), len(m.Faults)),
 		Source: source,
-		Expect: outcome.Expectation{Verdict: checker.Invalid, Kind: kind, Text: "invalid: " + strings.ReplaceAll(string(kind), "-", " ")},
-		Plan:   m,
+		Expect: outcome.Expectation{Verdict: checker.Invalid, Kind: kind, Text: "invalid: " + strings.ReplaceAll(string(kind), "-", " "),
+			AfterFaultStart: spans.Fixed(s.o.Like.After)},
+		Plan: m,
 	}
 }
 

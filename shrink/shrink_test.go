@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/checker"
+	"github.com/tumbler-dev/tumbler/coverage"
 	"github.com/tumbler-dev/tumbler/nemesis"
 	"github.com/tumbler-dev/tumbler/outcome"
+	"github.com/tumbler-dev/tumbler/reports"
 	"github.com/tumbler-dev/tumbler/runner"
 	"github.com/tumbler-dev/tumbler/scenarios"
 )
@@ -80,7 +82,7 @@ func TestShrinkFindsTheKnownMinimum(t *testing.T) {
 	var calls atomic.Int64
 	dir := t.TempDir()
 	res, err := Shrink(context.Background(), foundPlan(t), Options{
-		Kinds: []checker.Kind{checker.DoubleGrant}, Dir: dir, Budget: time.Hour, Run: fake(&calls), Found: "found by tumbler hunt, seed 7",
+		Like: outcome.Like{Kinds: []checker.Kind{checker.DoubleGrant}}, Dir: dir, Budget: time.Hour, Run: fake(&calls), Found: "found by tumbler hunt, seed 7",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +152,7 @@ func TestShrinkNeedsKOfR(t *testing.T) {
 		}
 		return out, err
 	}
-	res, err := Shrink(context.Background(), foundPlan(t), Options{Kinds: []checker.Kind{checker.DoubleGrant}, Dir: t.TempDir(), Run: flaky})
+	res, err := Shrink(context.Background(), foundPlan(t), Options{Like: outcome.Like{Kinds: []checker.Kind{checker.DoubleGrant}}, Dir: t.TempDir(), Run: flaky})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +161,7 @@ func TestShrinkNeedsKOfR(t *testing.T) {
 	}
 	// With k = 1 it is.
 	calls.Store(0)
-	res, err = Shrink(context.Background(), foundPlan(t), Options{Kinds: []checker.Kind{checker.DoubleGrant}, Dir: t.TempDir(), Run: flaky, Need: 1})
+	res, err = Shrink(context.Background(), foundPlan(t), Options{Like: outcome.Like{Kinds: []checker.Kind{checker.DoubleGrant}}, Dir: t.TempDir(), Run: flaky, Need: 1})
 	if err != nil || !res.Reproduced || len(res.Minimal.Faults) >= 6 {
 		t.Fatalf("k=1: %v %+v", err, res)
 	}
@@ -168,23 +170,30 @@ func TestShrinkNeedsKOfR(t *testing.T) {
 func TestShrinkRefuses(t *testing.T) {
 	p := foundPlan(t)
 	for _, o := range []Options{
-		{Kinds: nil, Dir: "x"},
-		{Kinds: []checker.Kind{checker.DoubleGrant}, Dir: "x", Replays: 2, Need: 3},
-		{Kinds: []checker.Kind{checker.DoubleGrant}, Dir: "x", Replays: -1},
-		{Kinds: []checker.Kind{checker.DoubleGrant}, Dir: "x", Budget: -time.Second},
+		{Like: outcome.Like{}, Dir: "x"},
+		{Like: outcome.Like{Kinds: []checker.Kind{checker.DoubleGrant}}, Dir: "x", Replays: 2, Need: 3},
+		{Like: outcome.Like{Kinds: []checker.Kind{checker.DoubleGrant}}, Dir: "x", Replays: -1},
+		{Like: outcome.Like{Kinds: []checker.Kind{checker.DoubleGrant}}, Dir: "x", Budget: -time.Second},
 	} {
 		if _, err := Shrink(context.Background(), p, o); !errors.Is(err, outcome.ErrInput) {
 			t.Errorf("%+v: %v, want bad input", o, err)
 		}
 	}
-	if _, err := KindsOf(&checker.Result{Verdict: checker.Valid}, "d"); !errors.Is(err, ErrNotFailing) || !errors.Is(err, outcome.ErrInput) {
+	valid := t.TempDir()
+	if err := os.WriteFile(filepath.Join(valid, reports.ResultsFile), []byte(`{"verdict": "valid", "result": {"verdict": "valid"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LikeOf(valid); !errors.Is(err, ErrNotFailing) || !errors.Is(err, outcome.ErrInput) {
 		t.Errorf("a valid run: %v", err)
+	}
+	if _, err := LikeOf(t.TempDir()); !errors.Is(err, outcome.ErrInput) {
+		t.Errorf("no run at all: %v", err)
 	}
 }
 
 func TestShrinkBudget(t *testing.T) {
 	var calls atomic.Int64
-	res, err := Shrink(context.Background(), foundPlan(t), Options{Kinds: []checker.Kind{checker.DoubleGrant}, Dir: t.TempDir(), Run: fake(&calls), Budget: time.Nanosecond})
+	res, err := Shrink(context.Background(), foundPlan(t), Options{Like: outcome.Like{Kinds: []checker.Kind{checker.DoubleGrant}}, Dir: t.TempDir(), Run: fake(&calls), Budget: time.Nanosecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +225,7 @@ func TestShrinkHalvesEverySpan(t *testing.T) {
 	// Any magnitude fails, as long as the three faults are there.
 	var calls atomic.Int64
 	run := fakeRun(&calls, func(p runner.Plan) bool { return len(p.Faults) == 3 })
-	res, err := Shrink(context.Background(), p, Options{Kinds: []checker.Kind{checker.DoubleGrant}, Dir: t.TempDir(), Budget: time.Hour, Run: run, Replays: 1, Need: 1})
+	res, err := Shrink(context.Background(), p, Options{Like: outcome.Like{Kinds: []checker.Kind{checker.DoubleGrant}}, Dir: t.TempDir(), Budget: time.Hour, Run: run, Replays: 1, Need: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +285,7 @@ func TestShrinkFromAConfirmedReplay(t *testing.T) {
 		return run(ctx, p, o)
 	}
 	dir := filepath.Join(root, "shrink")
-	res, err := Shrink(context.Background(), plan, Options{Kinds: []checker.Kind{checker.DoubleGrant}, Dir: dir, Budget: time.Hour, Run: counting, Confirmed: confirmed})
+	res, err := Shrink(context.Background(), plan, Options{Like: outcome.Like{Kinds: []checker.Kind{checker.DoubleGrant}}, Dir: dir, Budget: time.Hour, Run: counting, Confirmed: confirmed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +296,56 @@ func TestShrinkFromAConfirmedReplay(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(confirmed, "results.json"), []byte(`{"result": {"verdict": "valid"}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Shrink(context.Background(), plan, Options{Kinds: []checker.Kind{checker.DoubleGrant}, Dir: filepath.Join(root, "s2"), Run: counting, Confirmed: confirmed}); !errors.Is(err, outcome.ErrInput) {
+	if _, err := Shrink(context.Background(), plan, Options{Like: outcome.Like{Kinds: []checker.Kind{checker.DoubleGrant}}, Dir: filepath.Join(root, "s2"), Run: counting, Confirmed: confirmed}); !errors.Is(err, outcome.ErrInput) {
 		t.Errorf("a confirmation without the anomaly: %v, want bad input", err)
+	}
+}
+
+// TestShrinkKeepsTheWayItFails: the find's double grant followed a
+// restart empty; without the restart the plan still gives a double grant,
+// but one that follows only a holder cut off past its lease. Held to the
+// find's Like (the window it followed), the shrink keeps the restart; held
+// to the anomaly kind alone it drops it and shrinks into a failure of
+// another way.
+func TestShrinkKeepsTheWayItFails(t *testing.T) {
+	run := func(_ context.Context, p runner.Plan, o runner.Options) (*runner.Outcome, error) {
+		dir := filepath.Join(o.Store, p.Name, time.Now().Format("150405.000000000"))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		var cut, restart bool
+		for _, s := range p.Faults {
+			cut = cut || s.Fault == nemesis.Partition
+			restart = restart || s.Fault == nemesis.Restart
+		}
+		res := &checker.Result{Verdict: checker.Valid}
+		var cov *coverage.Run
+		if cut && p.Workload.Clients >= 2 {
+			dg := checker.Anomaly{Kind: checker.DoubleGrant, At: int64(5 * time.Second)}
+			res = &checker.Result{Verdict: checker.Invalid, Anomalies: []checker.Anomaly{dg}}
+			windows := []string{coverage.HolderStopped}
+			if restart {
+				windows = append(windows, coverage.RestartEmpty)
+			}
+			cov = &coverage.Run{Anomalies: []coverage.Followed{{Kind: dg.Kind, At: dg.At, Windows: windows}}}
+		}
+		return &runner.Outcome{Dir: dir, Plan: p, Result: res, Coverage: cov, Judgement: outcome.Judgement{Verdict: res.Verdict}}, nil
+	}
+	kinds := []checker.Kind{checker.DoubleGrant}
+	for _, c := range []struct {
+		like        outcome.Like
+		keepRestart bool
+	}{
+		{outcome.Like{Kinds: kinds, Windows: []string{coverage.RestartEmpty}}, true},
+		{outcome.Like{Kinds: kinds}, false},
+	} {
+		res, err := Shrink(context.Background(), foundPlan(t), Options{Like: c.like, Dir: t.TempDir(), Budget: time.Hour, Run: run, Replays: 1, Need: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		restart := slices.ContainsFunc(res.Minimal.Faults, func(s nemesis.Step) bool { return s.Fault == nemesis.Restart })
+		if restart != c.keepRestart {
+			t.Errorf("like %s: the minimal plan keeps the restart: %v, want %v (%d steps)", c.like, restart, c.keepRestart, len(res.Minimal.Faults))
+		}
 	}
 }

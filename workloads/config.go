@@ -24,7 +24,7 @@ const (
 	// Counter: inside the critical section, read the Resource's value, hold,
 	// write value+1; lost increments show a double grant as users feel it.
 	Counter Kind = "counter"
-	// Latch: rounds of a count-down latch (a variants.KindLatch lock):
+	// Latch: rounds of a count-down latch (a lock.KindLatch lock):
 	// client 0 sets the round's latch, the counters count it down, the
 	// others wait on it.
 	Latch Kind = "latch"

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/spans"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
@@ -71,7 +72,7 @@ func TestReadWriteCycles(t *testing.T) {
 	if modes[history.ModeRead] == 0 || modes[history.ModeWrite] == 0 || modes[""] != 0 {
 		t.Fatalf("ops by mode %v: want reads and writes, every lock op with its mode", modes)
 	}
-	res := checkOps(t, ops, checker.Config{Subject: checker.Subject{Shape: checker.ShapeReadWrite}})
+	res := checkOps(t, ops, checker.Config{Subject: checker.Subject{Shape: lock.KindReadWrite}})
 	rw, _ := res.Checker(checker.ReadersWriters)
 	if rw.Stats["read_holds"] == 0 || rw.Stats["write_holds"] == 0 {
 		t.Fatalf("stats %v", rw.Stats)
@@ -99,7 +100,7 @@ func TestSemaphoreCycles(t *testing.T) {
 	if inits[history.OK] != 1 || inits[history.Fail] != cfg.Clients-1 {
 		t.Fatalf("inits %v: want one that set the permits and %d that found them set", inits, cfg.Clients-1)
 	}
-	res := checkOps(t, ops, checker.Config{Subject: checker.Subject{Shape: checker.ShapeSemaphore, Permits: 2}})
+	res := checkOps(t, ops, checker.Config{Subject: checker.Subject{Shape: lock.KindSemaphore, Permits: 2}})
 	if c, _ := res.Checker(checker.Semaphore); c.Stats["most_held_at_once"] != 2 {
 		t.Fatalf("stats %v: 4 clients waiting on 2 permits must hold 2 at once", c.Stats)
 	}
@@ -114,7 +115,7 @@ func TestSemaphoreInitEachCycle(t *testing.T) {
 	if stats.Crashes != 0 || acq.Invoke < 10 || init.Invoke < acq.Invoke || init.OK != 1 {
 		t.Fatalf("acquires %+v, inits %+v, crashes %d: want an init before every acquire, one of them setting the permits", acq, init, stats.Crashes)
 	}
-	checkOps(t, e.rec.snapshot(), checker.Config{Subject: checker.Subject{Shape: checker.ShapeSemaphore, Permits: 2}})
+	checkOps(t, e.rec.snapshot(), checker.Config{Subject: checker.Subject{Shape: lock.KindSemaphore, Permits: 2}})
 }
 
 func TestFairQueueRecorded(t *testing.T) {
@@ -162,7 +163,7 @@ func TestLatchRounds(t *testing.T) {
 	if n[history.Init] != 3 || n[history.CountDown] != 6 || n[history.Await] != 9 {
 		t.Fatalf("ok ops %v: want 3 rounds of 1 init, 2 count-downs and 3 waiters passing", n)
 	}
-	res := checkOps(t, ops, checker.Config{Subject: checker.Subject{Shape: checker.ShapeLatch}})
+	res := checkOps(t, ops, checker.Config{Subject: checker.Subject{Shape: lock.KindLatch}})
 	if c, _ := res.Checker(checker.Latch); c.Stats["awaits_judged"] != 9 {
 		t.Fatalf("stats %v", c.Stats)
 	}

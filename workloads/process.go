@@ -13,6 +13,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/internal/clockshim"
+	"github.com/tumbler-dev/tumbler/internal/procgroup"
 )
 
 // WorkerEnv is the environment variable that marks a worker process.
@@ -84,6 +85,7 @@ type worker struct {
 
 	killOnce sync.Once
 	killed   chan struct{} // closed by kill
+	forget   func()        // untracks its process group (procgroup.Track)
 
 	mu    sync.Mutex
 	crash string   // why it said it crashed
@@ -113,6 +115,10 @@ func (c *Client) runWorker(proc history.Process, hold bool) (bool, error) {
 		_ = wk.kill() // a worker that speaks garbage cannot be trusted to stop
 	}
 	waitErr := wk.cmd.Wait()
+	// What the worker's lock client program started may outlive both in
+	// the worker's group: the group ends with its worker.
+	_ = procgroup.Kill(wk.pid)
+	wk.forget()
 	close(stopped)
 	c.mu.Lock()
 	c.worker, c.paused = nil, false
@@ -183,7 +189,7 @@ func (c *Client) spawn(proc history.Process, hold bool) (*worker, error) {
 		outR.Close()
 		return nil, fmt.Errorf("start worker %s: %w", exe, err)
 	}
-	wk := &worker{cmd: cmd, pid: cmd.Process.Pid, stdin: inW, out: outR, killed: make(chan struct{})}
+	wk := &worker{cmd: cmd, pid: cmd.Process.Pid, stdin: inW, out: outR, killed: make(chan struct{}), forget: procgroup.Track(cmd.Process.Pid)}
 	init := workerInit{
 		Config: w.cfg, Client: c.id, Process: proc, Offset: c.wall.Offset(),
 		Drift: c.wall.Drift(),
@@ -206,6 +212,7 @@ func (c *Client) spawn(proc history.Process, hold bool) (*worker, error) {
 	if err != nil {
 		_ = wk.kill()
 		_ = cmd.Wait()
+		wk.forget()
 		inW.Close()
 		outR.Close()
 		return nil, fmt.Errorf("send the worker its config: %w", err)

@@ -11,7 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tumbler-dev/tumbler/checker"
-	"github.com/tumbler-dev/tumbler/clients"
+	_ "github.com/tumbler-dev/tumbler/clients" // the shipped clients
+	"github.com/tumbler-dev/tumbler/lock/protocol"
 	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/runner"
 	"github.com/tumbler-dev/tumbler/scenarios"
@@ -57,13 +58,13 @@ verdict on every seed.`,
 func (a *app) listClients() error {
 	tw := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tLIBRARY\tLEASES CARRY\tSTEPS\tOPTIONS\tDOC")
-	for _, name := range clients.Names() {
-		m, err := clients.Lookup(name)
+	for _, name := range protocol.Shipped() {
+		m, err := protocol.Lookup(name)
 		if err != nil {
 			return err
 		}
 		carry := []string{"owner token"}
-		if m.Fencing {
+		if m.Tokens {
 			carry = append(carry, "fencing token")
 		}
 		if m.Validity {

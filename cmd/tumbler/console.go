@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tumbler-dev/tumbler/internal/procgroup"
 	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/runner"
 )
@@ -157,6 +158,7 @@ func (a *app) interruptible(ctx context.Context) (context.Context, func()) {
 		case <-sigs:
 			a.con.clear()
 			fmt.Fprintln(a.stderr, "tumbler: quit at once: no report; the servers and clients die with tumbler")
+			procgroup.KillAll() // the clients and what they started
 			os.Exit(outcome.ExitAbort)
 		case <-done:
 		}

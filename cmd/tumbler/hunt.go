@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,12 +13,11 @@ import (
 
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/hunt"
-	"github.com/tumbler-dev/tumbler/nemesis"
 	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/runner"
-	"github.com/tumbler-dev/tumbler/scenarios"
 	"github.com/tumbler-dev/tumbler/scenarios/matrix"
 	"github.com/tumbler-dev/tumbler/shrink"
+	"github.com/tumbler-dev/tumbler/spans"
 )
 
 // shrinkFlags are the settings of a shrink, for hunt and shrink.
@@ -73,13 +71,14 @@ cut short, kept and listed as abandoned). --shard i/n makes this hunt part i of 
 draws for them); "tumbler hunt merge DIR..." joins the shards.
 
 Unless --no-shrink, a find is first replayed up to --replays times: one that
-fails alike (an anomaly of its kinds) in fewer than --need of them is kept
+fails alike (an anomaly of its kinds, as late after a fault's start, that
+follows one of the telling dangerous windows the find's anomaly followed)
+in fewer than --need of them is kept
 and listed, and the hunt goes on, within its budget, for a find that does.
 It then shrinks the first find that replays: it replays smaller
 plans — fewer steps, shorter faults and time limit, milder magnitudes,
 fewer clients and keys — each up to --replays times, and keeps one when at
-least --need of them fail with the same anomaly kind (timing is not
-deterministic). It prints the minimal plan and writes it with a ready
+least --need of them fail alike (timing is not deterministic). It prints the minimal plan and writes it with a ready
 catalog row.
 
 The hunt's directory, store/hunts/<name>/<time>/, holds hunt.json and
@@ -154,30 +153,25 @@ func (a *app) hunt(cmd *cobra.Command, h *huntFlags) error {
 	if err != nil {
 		return failed(err)
 	}
-	template, draw, name, wanted, err := a.huntTemplate(cmd, &h.plan, h.like)
+	tm, err := a.huntTemplate(cmd, &h.plan, h.like)
 	if err != nil {
 		return err
 	}
-	if h.parallel, err = runner.ParallelFor([]runner.Plan{template}, h.parallel, "parallel", cmd.Flags().Changed("parallel")); err != nil {
+	if h.parallel, err = runner.ParallelFor([]runner.Plan{tm.Plan}, h.parallel, "parallel", cmd.Flags().Changed("parallel")); err != nil {
 		return failed(err)
 	}
-	// A row that times its anomaly (after_fault_start) counts only
-	// such finds, unless --want says what counts.
-	var after time.Duration
-	if row, err := scenarios.Get(h.like); err == nil && h.like != "" {
-		after = row.Expect.AfterFaultStart.Resolve(0)
-	}
 	if cmd.Flags().Changed("want") {
-		wanted, after = nil, 0
+		// --want says what counts, instead of the row's kind and timing.
+		tm.Like = outcome.Like{}
 		for _, w := range h.want {
-			wanted = append(wanted, checker.Kind(strings.TrimSpace(w)))
+			tm.Like.Kinds = append(tm.Like.Kinds, checker.Kind(strings.TrimSpace(w)))
 		}
 	}
 	ctx, stop := a.interruptible(cmd.Context())
 	defer stop()
 	ho := hunt.Options{
-		Name: name, Budget: h.budget, FirstSeed: h.firstSeed, MaxSeeds: h.seeds, Parallel: h.parallel, Shard: shard,
-		Want: wanted, After: after, KeepGoing: h.keepGoing, KeepAll: h.keepAll, Store: h.store, Log: a.log, Status: a.huntStatus,
+		Name: tm.Name, Budget: h.budget, FirstSeed: h.firstSeed, MaxSeeds: h.seeds, Parallel: h.parallel, Shard: shard,
+		Like: tm.Like, KeepGoing: h.keepGoing, KeepAll: h.keepAll, Store: h.store, Log: a.log, Status: a.huntStatus,
 		UntilCovered: h.cov.until, Guided: h.cov.guided,
 	}
 	if !h.noShrink {
@@ -185,7 +179,7 @@ func (a *app) hunt(cmd *cobra.Command, h *huntFlags) error {
 		// listed and the hunt goes on for one that does.
 		ho.Replays, ho.Need = so.Replays, so.Need
 	}
-	s, err := hunt.Run(ctx, template, draw, ho)
+	s, err := hunt.Run(ctx, tm.Plan, tm.Draw, ho)
 	a.con.clear()
 	if err != nil {
 		if s == nil {
@@ -194,8 +188,14 @@ func (a *app) hunt(cmd *cobra.Command, h *huntFlags) error {
 		a.log.Error("hunt", "err", err)
 	}
 	var sh *shrink.Result
-	if found, ok := s.ToShrink(); ok && !h.noShrink && ctx.Err() == nil {
-		sh = a.shrinkFind(ctx, s, found, so)
+	if !h.noShrink && ctx.Err() == nil {
+		so.Log, so.Progress = a.log, a.shrinkStatus
+		var serr error
+		sh, serr = hunt.ShrinkFind(ctx, s, so)
+		a.con.clear()
+		if serr != nil && !errors.Is(serr, ctx.Err()) {
+			a.log.Error("shrink", "err", serr)
+		}
 	}
 	return a.huntOutcome(s, sh, err, h.asJSON)
 }
@@ -283,30 +283,29 @@ func (a *app) huntOutcome(s *hunt.Summary, sh *shrink.Result, err error, asJSON 
 }
 
 // huntTemplate is the configuration the hunt draws schedules into: from
-// --like's row or from the flags.
-func (a *app) huntTemplate(cmd *cobra.Command, f *planFlags, like string) (runner.Plan, runner.Draw, string, []checker.Kind, error) {
+// --like's row (hunt.LikeRow) or from the flags.
+func (a *app) huntTemplate(cmd *cobra.Command, f *planFlags, like string) (hunt.Template, error) {
 	fs := cmd.Flags()
-	draw := f.draw
 	name := fs.Lookup("name").Value.String()
 	if like == "" {
-		if len(draw.Kinds) == 0 {
-			return runner.Plan{}, draw, "", nil, failed(fmt.Errorf("%w: --nemesis: a hunt needs fault kinds to draw from (or --like ROW)", runner.ErrPlan))
+		if len(f.draw.Kinds) == 0 {
+			return hunt.Template{}, failed(fmt.Errorf("%w: --nemesis: a hunt needs fault kinds to draw from (or --like ROW)", runner.ErrPlan))
 		}
 		// The template has no faults; the hunt draws them, seed by seed.
 		p, err := f.template(fs)
 		if err != nil {
-			return runner.Plan{}, draw, "", nil, failed(err)
+			return hunt.Template{}, failed(err)
 		}
 		if name == "" {
 			name = p.Lock.Variant
 		}
-		return p, draw, name, nil, nil
+		return hunt.Template{Plan: p, Draw: f.draw, Name: name}, nil
 	}
 	if err := f.refuseZeros(fs); err != nil {
-		return runner.Plan{}, draw, "", nil, failed(err)
+		return hunt.Template{}, failed(err)
 	}
-	if err := f.explain(fs, draw.Validate()); err != nil {
-		return runner.Plan{}, draw, "", nil, failed(err)
+	if err := f.explain(fs, f.draw.Validate()); err != nil {
+		return hunt.Template{}, failed(err)
 	}
 	allowed := []string{"time-limit", "nemesis", "nemesis-interval", "concurrency", "name"}
 	var clash []string
@@ -316,78 +315,24 @@ func (a *app) huntTemplate(cmd *cobra.Command, f *planFlags, like string) (runne
 		}
 	}
 	if len(clash) > 0 {
-		return runner.Plan{}, draw, "", nil, failed(fmt.Errorf("%w: --like conflicts with %s: the row gives the configuration (--time-limit, --nemesis, --nemesis-interval and --concurrency may change it)", runner.ErrPlan, strings.Join(clash, ", ")))
-	}
-	row, err := scenarios.Get(like)
-	if err != nil {
-		return runner.Plan{}, draw, "", nil, failed(fmt.Errorf("%w: --like: %w", runner.ErrPlan, err))
-	}
-	p := row.Plan
-	if len(draw.Kinds) == 0 {
-		if draw.Kinds = hunt.KindsOf(p); len(draw.Kinds) == 0 {
-			return runner.Plan{}, draw, "", nil, failed(fmt.Errorf("%w: --like: row %s has no faults to take the kinds from; give --nemesis", runner.ErrPlan, like))
-		}
-	}
-	p.Faults = nil
-	// A row's time limit fits its one schedule; a random one needs room
-	// for a few scenes.
-	p.TimeLimit = nemesis.Fixed(huntLikeTimeLimit)
-	if fs.Changed("time-limit") {
-		p.TimeLimit = f.plan.TimeLimit
+		return hunt.Template{}, failed(fmt.Errorf("%w: --like conflicts with %s: the row gives the configuration (--time-limit, --nemesis, --nemesis-interval and --concurrency may change it)", runner.ErrPlan, strings.Join(clash, ", ")))
 	}
 	t, err := f.target.target()
 	if err != nil {
-		return runner.Plan{}, draw, "", nil, err
+		return hunt.Template{}, err
 	}
-	if p, err = t.Apply(p); err != nil {
-		return runner.Plan{}, draw, "", nil, failed(err)
+	var limit spans.Span
+	if fs.Changed("time-limit") {
+		limit = f.plan.TimeLimit
 	}
-	var wanted []checker.Kind
-	if row.Expect.Verdict == checker.Invalid && row.Expect.Kind != "" {
-		wanted = []checker.Kind{row.Expect.Kind}
-	}
-	if name == "" {
-		name = "like-" + like
-	}
-	return p, draw, name, wanted, nil
-}
-
-// huntLikeTimeLimit is a --like attempt's time limit unless --time-limit
-// says otherwise.
-const huntLikeTimeLimit = 20 * time.Second
-
-// shrinkFind shrinks a hunt's first find into the hunt's shrink/ directory.
-func (a *app) shrinkFind(ctx context.Context, s *hunt.Summary, found hunt.Attempt, so shrink.Options) *shrink.Result {
-	plan, err := runner.LoadPlan(filepath.Join(s.Dir, found.Plan))
+	tm, err := hunt.LikeRow(like, f.draw, limit, t)
 	if err != nil {
-		a.log.Error("shrink: the find's plan", "err", err)
-		return nil
+		return hunt.Template{}, failed(err)
 	}
-	so.Kinds = found.Kinds
-	if len(s.Want) > 0 {
-		so.Kinds = slices.DeleteFunc(slices.Clone(found.Kinds), func(k checker.Kind) bool { return !slices.Contains(s.Want, k) })
+	if name != "" {
+		tm.Name = name
 	}
-	so.Dir = filepath.Join(s.Dir, "shrink")
-	if found.Replays != nil && len(found.Replays.Dirs) > 0 {
-		// The hunt replayed it k of R times already.
-		so.Confirmed = filepath.Join(s.Dir, found.Replays.Dirs[0])
-	}
-	so.Found = fmt.Sprintf("found by tumbler hunt, seed %d", found.Seed)
-	so.Log = a.log
-	so.Progress = a.shrinkStatus
-	a.log.Info("shrinking the find", "seed", found.Seed, "kinds", so.Kinds, "replays", so.Replays, "need", so.Need, "budget", so.Budget)
-	res, err := shrink.Shrink(ctx, plan, so)
-	a.con.clear()
-	if err != nil && !errors.Is(err, ctx.Err()) {
-		a.log.Error("shrink", "err", err)
-	}
-	if res != nil {
-		s.Shrink = "shrink"
-		if err := s.Write(); err != nil {
-			a.log.Error("hunt summary", "err", err)
-		}
-	}
-	return res
+	return tm, nil
 }
 
 func (a *app) huntStatus(s hunt.Status) {

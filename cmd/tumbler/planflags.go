@@ -8,10 +8,11 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/tumbler-dev/tumbler/clients"
+	_ "github.com/tumbler-dev/tumbler/clients" // the shipped clients
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/internal/field"
 	"github.com/tumbler-dev/tumbler/lock"
+	"github.com/tumbler-dev/tumbler/lock/protocol"
 	"github.com/tumbler-dev/tumbler/lock/variants"
 	"github.com/tumbler-dev/tumbler/nemesis"
 	"github.com/tumbler-dev/tumbler/runner"
@@ -33,7 +34,7 @@ type planFlags struct {
 	plan   runner.Plan
 	draw   runner.Draw
 	nodes  int
-	client clients.Spec // --lock client:NAME, --client-cmd, --client-option
+	client protocol.Program // --lock client:NAME|DIR, --client, --client-cmd, --client-option
 	target targetFlags
 	fields []*planFlag
 	// shaping names the flags that say what the run does: they conflict
@@ -95,9 +96,10 @@ func (f *planFlags) bind(fs *pflag.FlagSet) {
 	f.str(fs, &p.Name, "name", "name", "", "name of the run (its directory under the store; default adhoc-<lock>)")
 	fs.Int64Var(&p.Seed, "seed", 0, "seed of the fault schedule and the clients' draws (default: a random one, printed)")
 	f.str(fs, &l.Variant, "lock", "lock.variant", runner.DefaultLock, "lock under test: "+strings.Join(variants.Names(), ", ")+
-		"; client:NAME for a shipped lock client ("+strings.Join(clients.Names(), ", ")+")")
-	f.value(fs, clients.CommandFlag{C: &f.client.Command}, "client-cmd", "lock.client.command", "a lock client program of your own, as a command line: it speaks the lock client protocol (clients/PROTOCOL.md); implies --lock client")
-	f.value(fs, clients.OptionsFlag{O: &f.client.Options}, "client-option", "lock.client.options", "an option of the lock client's library, key=value (the value JSON, or a string); repeat it for more")
+		"; client:NAME for a shipped lock client ("+strings.Join(protocol.Shipped(), ", ")+"), client:DIR for a client directory of your own")
+	f.value(fs, protocol.ClientFlag{P: &f.client}, "client", "lock.client.dir", "a lock client: a shipped one's name or the path of a client directory (client.json and the program: clients/PROTOCOL.md); implies --lock client")
+	f.value(fs, protocol.CommandFlag{C: &f.client.Command}, "client-cmd", "lock.client.command", "a bare lock client program, with no manifest, as a command line: it speaks the lock client protocol (clients/PROTOCOL.md); implies --lock client")
+	f.value(fs, protocol.OptionsFlag{O: &f.client.Options}, "client-option", "lock.client.options", "an option of the lock client's library, key=value (the value JSON, or a string); repeat it for more")
 	f.str(fs, &l.Inner, "inner", "lock.inner", "", "the lock a watchdog wraps (--lock watchdog; default single)")
 	f.int(fs, &l.WaitReplicas, "wait-replicas", "lock.wait_replicas", "after acquiring, WAIT for this many replicas or release and fail (single, fenced)")
 	f.value(fs, span(&l.WaitTimeout), "wait-timeout", "lock.wait_timeout", "how long WAIT waits for the replicas").zero = "a positive duration (WAIT with 0 blocks forever)"
@@ -202,19 +204,25 @@ func (f *planFlags) template(fs *pflag.FlagSet) (runner.Plan, error) {
 }
 
 // clientLock puts the lock client the flags name into the plan: --lock
-// client:NAME (a shipped client), --client-cmd (a program of your own,
-// --lock client implied) and --client-option.
+// client:NAME|DIR or --client (a shipped client or a client directory),
+// --client-cmd (a bare program; --lock client implied) and --client-option.
 func (f *planFlags) clientLock(fs *pflag.FlagSet, p *runner.Plan) error {
-	if name, ok := strings.CutPrefix(p.Lock.Variant, variants.ClientVariant+":"); ok {
-		p.Lock.Variant, f.client.Name = variants.ClientVariant, name
+	if which, ok := strings.CutPrefix(p.Lock.Variant, variants.ClientVariant+":"); ok {
+		if fs.Changed("client") {
+			return fmt.Errorf("%w: --lock %s and --client %s: give the client once", runner.ErrPlan, p.Lock.Variant, protocol.ClientFlag{P: &f.client})
+		}
+		if err := (protocol.ClientFlag{P: &f.client}).Set(which); err != nil {
+			return fmt.Errorf("%w: --lock: %w", runner.ErrPlan, err)
+		}
+		p.Lock.Variant = variants.ClientVariant
 	}
-	given := fs.Changed("client-cmd") || fs.Changed("client-option")
-	if fs.Changed("client-cmd") && !fs.Changed("lock") {
+	given := fs.Changed("client") || fs.Changed("client-cmd") || fs.Changed("client-option")
+	if (fs.Changed("client") || fs.Changed("client-cmd")) && !fs.Changed("lock") {
 		p.Lock.Variant = variants.ClientVariant
 	}
 	if p.Lock.Variant != variants.ClientVariant {
 		if given {
-			return fmt.Errorf("%w: --client-cmd and --client-option are for a lock client (--lock client:NAME or --client-cmd), not --lock %s", runner.ErrPlan, p.Lock.Variant)
+			return fmt.Errorf("%w: --client, --client-cmd and --client-option are for a lock client (--lock client:NAME|DIR, --client or --client-cmd), not --lock %s", runner.ErrPlan, p.Lock.Variant)
 		}
 		return nil
 	}

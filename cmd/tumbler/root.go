@@ -116,7 +116,7 @@ mismatched but a run failed.`,
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	root.AddCommand(a.runCmd(), a.planCmd(), a.listCmd(), a.reproduceCmd(), a.matrixCmd(), a.huntCmd(), a.shrinkCmd(), a.analyzeCmd(), a.auditCmd(), a.conformCmd(), a.imageCmd())
+	root.AddCommand(a.runCmd(), a.planCmd(), a.listCmd(), a.reproduceCmd(), a.matrixCmd(), a.huntCmd(), a.campaignCmd(), a.shrinkCmd(), a.analyzeCmd(), a.auditCmd(), a.conformCmd(), a.clientCmd(), a.imageCmd())
 	return root
 }
 

@@ -22,7 +22,11 @@ func (a *app) shrinkCmd() *cobra.Command {
 		Use:   "shrink RUN_DIR",
 		Short: "Search for the smallest plan that still fails like a stored invalid run",
 		Long: `shrink takes a stored invalid run (its plan.json and results.json) and searches
-for a smaller plan that still fails with the same anomaly kinds: it cuts the
+for a smaller plan that still fails like it — an anomaly of the same kinds
+that follows one of the telling dangerous windows the stored run's first
+anomaly followed (a restart empty, a clock moved…; outcome.Like, the rule
+hunt and campaign share), so that a smaller plan breaking the lock another
+way does not pass for it: it cuts the
 schedule and the time limit just after the anomaly, drops fault steps (in
 halves, then smaller chunks, then one by one), halves the time limit, each
 span of each fault but its start (its duration, its trigger's timeout and its
@@ -57,11 +61,7 @@ the harness failed.`,
 			if err != nil {
 				return failed(fmt.Errorf("%s is not a stored run: %w", dir, err))
 			}
-			res, err := reports.ReadResults(dir)
-			if err != nil {
-				return failed(fmt.Errorf("%w: %s is not a checked run: %w", outcome.ErrInput, dir, err))
-			}
-			if so.Kinds, err = shrink.KindsOf(res.Result, dir); err != nil {
+			if so.Like, err = shrink.LikeOf(dir); err != nil {
 				return failed(err)
 			}
 			so.Dir = filepath.Join(store, "shrinks", plan.Name, time.Now().Format("20060102T150405.000"))
@@ -69,7 +69,7 @@ the harness failed.`,
 			so.Log, so.Progress = a.log, a.shrinkStatus
 			ctx, stop := a.interruptible(cmd.Context())
 			defer stop()
-			a.log.Info("shrink", "run", dir, "kinds", so.Kinds, "replays", so.Replays, "need", so.Need, "budget", so.Budget)
+			a.log.Info("shrink", "run", dir, "like", so.Like, "replays", so.Replays, "need", so.Need, "budget", so.Budget)
 			sh, err := shrink.Shrink(ctx, plan, so)
 			a.con.clear()
 			if sh == nil {

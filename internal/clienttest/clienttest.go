@@ -9,7 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tumbler-dev/tumbler/clients"
+	_ "github.com/tumbler-dev/tumbler/clients" // the shipped clients
+	"github.com/tumbler-dev/tumbler/lock/protocol"
 )
 
 // ReferenceCopy writes the reference client, with each edit's old text
@@ -18,7 +19,7 @@ import (
 // client program of the test's own, run with --client-cmd.
 func ReferenceCopy(t *testing.T, name string, edits ...[2]string) string {
 	t.Helper()
-	m, err := clients.Lookup("reference")
+	m, err := protocol.Lookup("reference")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,6 +33,15 @@ import (
 // redislock says the lock is released or not held, or once a full TTL has
 // passed beyond their ValidUntil (by then Redis has expired the key).
 //
+// A caller's own token (redislock.Options.Token, variant redislock-token)
+// is a value generator that returns it every time (lock.WithValue): every
+// Obtain passes it, and redislock re-obtains a key whose stored value
+// begins with it — the holder's own key, another client's with the same
+// token, or one whose token it is a prefix of
+// (TestRedislockTokenPrefixTakesOver). The map then holds the latest Lock
+// under the token, so the release of an earlier lease releases the current
+// one, as redislock's own Release of the earlier Lock would.
+//
 // Errors: redislock.ErrNotObtained is ErrNotObtained (acquire) or ErrNotHeld
 // (refresh); redislock.ErrLockNotHeld is ErrNotHeld; transport errors go
 // through lock.Classify (a timeout is ErrUnknown).

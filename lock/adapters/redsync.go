@@ -1,8 +1,9 @@
 // Package adapters puts peer Redis lock clients behind lock.Locker, so the
 // harness tests them unchanged next to tumbler's own variants:
-// go-redsync/redsync v4 (Redlock), bsm/redislock and redis/rueidis's
+// go-redsync/redsync v4 (Redlock), bsm/redislock, redis/rueidis's
 // rueidislock (a majority of keys on one client, renewed in the
-// background). Each adapter maps the library's results to tumbler's typed
+// background) and go-zero's RedisLock (one object per client and key, over
+// go-zero's own client). Each adapter maps the library's results to tumbler's typed
 // errors as faithfully as its API allows, and documents what that API
 // cannot tell apart. Wrap any other client the same way.
 package adapters

@@ -36,11 +36,24 @@ type Target struct {
 	New func(key string, ttl time.Duration) (lock.Locker, error)
 	// TTL for the timing checks; default 400 ms.
 	TTL time.Duration
-	// NoValidity: the lock does not expose a validity to its caller (a
-	// client whose library says only "held"), so its leases are held until
-	// released: ValidUntil must be far in the future (lock.NoExpiry), not
-	// within the TTL.
-	NoValidity bool
+	// Validity is what the lock tells its callers of a grant's validity:
+	// one within the TTL (ValidityExposed, every tumbler lock), none at all
+	// (ValidityNone: a client whose library says only "held", whose leases
+	// are held until released, lock.NoExpiry), or unknown (ValidityUnknown:
+	// a client program without a manifest), when each lease is judged by
+	// what it carries.
+	Validity Validity
+	// Remote: the lock runs in another process (a lock client program),
+	// which counts its validity from a moment tumbler cannot see, within
+	// the call (before it sent its SET, say): a validity may then end up
+	// to the TTL after the call returned, where a lock of this process,
+	// which counts from before its first request, must end within the TTL
+	// of the call's start.
+	Remote bool
+	// Seen, when set, carries what the leases of earlier checks were, so
+	// that a lock whose leases change kind from one check to the next
+	// fails (ValidityUnknown); each check otherwise starts afresh.
+	Seen *Seen
 	// Cut, when set, stops the servers' replies to every contender from
 	// arriving (their requests still do) until heal is called: what the
 	// LostReply check needs.
@@ -48,6 +61,87 @@ type Target struct {
 	// Hung, when set, says whether an error is the harness's, not the
 	// lock's: a client program that gave no reply of its own in time.
 	Hung func(error) bool
+}
+
+// Validity is what a lock tells its callers of how long a grant is valid.
+type Validity int
+
+// The validities.
+const (
+	// ValidityExposed: every lease carries a validity within its TTL.
+	ValidityExposed Validity = iota
+	// ValidityNone: no lease carries one; each is held until released.
+	ValidityNone
+	// ValidityUnknown: the lock declares neither: a lease is judged by
+	// what it carries, and every lease must carry the same kind.
+	ValidityUnknown
+)
+
+// Seen is what kind of lease a lock's grants were: with a validity or
+// without. It is safe for concurrent use.
+type Seen struct {
+	mu        sync.Mutex
+	first     string // the kind of the first lease seen ("" before it)
+	firstWhat string
+}
+
+// carries says what a lease carries: "a validity" or "no validity".
+func carries(l lock.Lease) string {
+	if l.ValidUntil.Before(l.Start.Add(365 * 24 * time.Hour)) {
+		return "a validity"
+	}
+	return "no validity"
+}
+
+// kind judges a granted lease's kind (what) against what the lock declares
+// and, for a lock that declares nothing, against the leases seen before.
+func (t Target) kind(l lock.Lease, what string) error {
+	got := carries(l)
+	switch t.Validity {
+	case ValidityExposed:
+		if got != "a validity" {
+			return fmt.Errorf("%s carried no validity (ValidUntil %v, held until released), but the lock declares one", what, l.ValidUntil)
+		}
+	case ValidityNone:
+		if got != "no validity" {
+			return fmt.Errorf("%s carried a validity (ValidUntil %v), but the lock declares none (its manifest: validity false): declare it, or send no valid_until_ns", what, l.ValidUntil)
+		}
+	case ValidityUnknown:
+		if t.Seen == nil {
+			return nil
+		}
+		t.Seen.mu.Lock()
+		defer t.Seen.mu.Unlock()
+		if t.Seen.first == "" {
+			t.Seen.first, t.Seen.firstWhat = got, what
+		} else if got != t.Seen.first {
+			return fmt.Errorf("%s carried %s, but an earlier lease (%s) carried %s: a lock's leases either all carry a validity or none does", what, got, t.Seen.firstWhat, t.Seen.first)
+		}
+	}
+	return nil
+}
+
+// judged is a contender whose grants are judged by their kind (Target.kind).
+type judged struct {
+	lock.Locker
+	t    Target
+	name string
+}
+
+func (j judged) Acquire(ctx context.Context) (lock.Lease, error) {
+	l, err := j.Locker.Acquire(ctx)
+	if err == nil {
+		err = j.t.kind(l, j.name+"'s acquire")
+	}
+	return l, err
+}
+
+func (j judged) Extend(ctx context.Context, held lock.Lease) (lock.Lease, error) {
+	l, err := j.Locker.Extend(ctx, held)
+	if err == nil {
+		err = j.t.kind(l, j.name+"'s extend")
+	}
+	return l, err
 }
 
 // Check is one property.
@@ -84,7 +178,7 @@ func (t Target) contenders(key string, ttl time.Duration, n int) ([]lock.Locker,
 		if err != nil {
 			return nil, fmt.Errorf("contender %d: %w", i, err)
 		}
-		out[i] = l
+		out[i] = judged{Locker: l, t: t, name: fmt.Sprintf("contender %d", i)}
 	}
 	return out, nil
 }
@@ -104,17 +198,18 @@ func leaseFields(ctx context.Context, t Target, key string) error {
 		return fmt.Errorf("acquire free lock: %w", err)
 	}
 	after := time.Now()
+	from, fromWhat := lease.Start, "start"
+	if t.Remote {
+		from, fromWhat = after, "the call's end"
+	}
 	switch {
 	case lease.Key != key || lease.Value == "":
 		return fmt.Errorf("lease key %q value %q: want key %q and a non-empty owner value", lease.Key, lease.Value, key)
 	case lease.Start.Before(before) || lease.Start.After(after):
 		return fmt.Errorf("lease start %v outside the acquire call [%v, %v]", lease.Start, before, after)
-	case t.NoValidity:
-		if far := lease.Start.Add(365 * 24 * time.Hour); lease.ValidUntil.Before(far) {
-			return fmt.Errorf("ValidUntil %v: a lock that exposes no validity is held until released, want lock.NoExpiry (after %v)", lease.ValidUntil, far)
-		}
-	case !lease.ValidUntil.After(lease.Start) || lease.ValidUntil.After(lease.Start.Add(t.ttl())):
-		return fmt.Errorf("ValidUntil %v not within (start, start+TTL] = (%v, %v]", lease.ValidUntil, lease.Start, lease.Start.Add(t.ttl()))
+	case carries(lease) == "no validity": // the kind was judged by Acquire
+	case !lease.ValidUntil.After(lease.Start) || lease.ValidUntil.After(from.Add(t.ttl())):
+		return fmt.Errorf("ValidUntil %v not within (start, %s+TTL] = (%v, %v]", lease.ValidUntil, fromWhat, lease.Start, from.Add(t.ttl()))
 	}
 	if err := l.Release(ctx, lease); err != nil {
 		return fmt.Errorf("release own lease: %w", err)

@@ -34,6 +34,8 @@ type Suite struct {
 	// valid_until_ns), so its leases are held until released: ValidUntil
 	// must be far in the future (lock.NoExpiry), not within the TTL.
 	NoValidity bool
+	// Remote: the lock runs in another process (conform.Target.Remote).
+	Remote bool
 }
 
 // Names of the tests in the suite, for Exclude: package conform's checks.
@@ -57,7 +59,11 @@ func (s Suite) Run(t *testing.T) {
 			if why, ok := s.Exclude[c.Name]; ok {
 				t.Skipf("excluded for this variant: %s", why)
 			}
-			target := conform.Target{TTL: s.TTL, NoValidity: s.NoValidity,
+			validity := conform.ValidityExposed
+			if s.NoValidity {
+				validity = conform.ValidityNone
+			}
+			target := conform.Target{TTL: s.TTL, Validity: validity, Remote: s.Remote,
 				New: func(key string, ttl time.Duration) (lock.Locker, error) { return s.New(t, key, ttl), nil }}
 			// A check's own waits bound it; the context only turns a hang
 			// into a failure, with room for slow contenders (eight client

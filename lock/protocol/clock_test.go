@@ -93,7 +93,7 @@ func probeLock(t *testing.T, probe clockProbe, shim string, wall func() time.Tim
 	}
 	p, err := Start(Config{
 		Name: "clock-" + probe.name, Command: probe.cmd, ClockShim: shim,
-		Init: Init{Kind: KindLock, Keys: []string{fakeKey}, TTLMS: 1000, Connect: ConnectNode, Nodes: []Node{{Name: "n1", Addr: "127.0.0.1:1"}}, ReadTimeoutMS: 100},
+		Init: Init{Kind: lock.KindLock, Keys: []string{fakeKey}, TTLMS: 1000, Connect: ConnectNode, Nodes: []Node{{Name: "n1", Addr: "127.0.0.1:1"}}, ReadTimeoutMS: 100},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -25,12 +25,12 @@ func (p *Process) Primitive(key string, opts ...lock.Option) (lock.Primitive, er
 	p.setWall(o.WallClock)
 	l := &locker{p: p, key: key, o: o.Options, acquire: TypeAcquire}
 	switch p.cfg.Init.Kind {
-	case KindReadWrite:
+	case lock.KindReadWrite:
 		return readWrite{l}, nil
-	case KindSemaphore:
+	case lock.KindSemaphore:
 		l.acquire = TypeAcquirePermits
 		return semaphore{l}, nil
-	case KindLatch:
+	case lock.KindLatch:
 		return latch{l}, nil
 	}
 	return l, nil

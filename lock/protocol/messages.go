@@ -13,6 +13,7 @@ import (
 	"fmt"
 
 	"github.com/tumbler-dev/tumbler/access"
+	"github.com/tumbler-dev/tumbler/lock"
 )
 
 // Request types, tumbler → client.
@@ -39,14 +40,6 @@ const (
 	TypeFail = "fail"
 	TypeInfo = "info"
 	TypeStep = "step"
-)
-
-// Kinds of lock a client drives (Init.Kind), as package variants names them.
-const (
-	KindLock      = "lock"
-	KindReadWrite = "read-write"
-	KindSemaphore = "semaphore"
-	KindLatch     = "latch"
 )
 
 // Connect modes (Init.Connect).
@@ -79,7 +72,7 @@ type Init struct {
 	Type          string              `json:"type"`
 	ID            uint64              `json:"id"`
 	Client        int                 `json:"client"`
-	Kind          string              `json:"kind"`
+	Kind          lock.Kind           `json:"kind"`
 	Keys          []string            `json:"keys"`
 	TTLMS         int64               `json:"ttl_ms"`
 	Connect       string              `json:"connect"`
@@ -109,10 +102,11 @@ func (in Init) Validate() error {
 	case len(in.Nodes) == 0 && in.Connect != ConnectSentinel:
 		return fmt.Errorf("init: no nodes")
 	}
-	switch in.Kind {
-	case KindLock, KindReadWrite, KindSemaphore, KindLatch:
-	default:
-		return fmt.Errorf("init: kind %q unknown (valid: lock, read-write, semaphore, latch)", in.Kind)
+	if in.Kind == "" {
+		return fmt.Errorf("init: no kind (valid: %v)", lock.Kinds)
+	}
+	if err := in.Kind.Check(); err != nil {
+		return fmt.Errorf("init: %w", err)
 	}
 	switch in.Connect {
 	case ConnectNode, ConnectNodes, ConnectCluster:

@@ -9,12 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/tumbler-dev/tumbler/internal/clockshim"
+	"github.com/tumbler-dev/tumbler/internal/procgroup"
 	"github.com/tumbler-dev/tumbler/lock"
 )
 
@@ -45,6 +47,15 @@ type Config struct {
 	// ClockShim is the path of the clock shim library (clockshim.Build);
 	// "" runs the program without it (no client clock faults).
 	ClockShim string
+	// SameGroup keeps the program in this process's group — a client
+	// worker's, so that a client pause (SIGSTOP of the group) stops it
+	// too and the worker's end kills what it started —; otherwise it runs
+	// in a group of its own. Either way every end of the program kills
+	// what it started with it (procgroup).
+	SameGroup bool
+	// Trace, when set, receives every line exchanged with the program, as
+	// it went: "> " and the request, "< " and the client's line.
+	Trace io.Writer
 }
 
 // Process is the harness's side of one client program: it starts the
@@ -83,11 +94,18 @@ type child struct {
 	exited chan struct{} // closed once it exited and was reaped
 	status string        // how it exited (after exited)
 	kill   sync.Once
+	group  bool   // it leads a process group of its own
+	forget func() // untracks its group (procgroup.Track)
 }
 
 // Start runs the program and initialises it. An error says why it could
-// not: the program did not start, or its init failed (ErrInit).
-func Start(cfg Config) (*Process, error) {
+// not: the program did not start (ErrCommand), its init failed (ErrInit),
+// or it did not answer its init in time.
+func Start(cfg Config) (*Process, error) { return StartContext(context.Background(), cfg) }
+
+// StartContext is Start, whose wait for the init's reply also ends, with
+// the program killed, when ctx does.
+func StartContext(ctx context.Context, cfg Config) (*Process, error) {
 	if len(cfg.Command) == 0 {
 		return nil, fmt.Errorf("%w: client %s: no command", lock.ErrConfig, cfg.Name)
 	}
@@ -115,7 +133,7 @@ func Start(cfg Config) (*Process, error) {
 	}
 	p.call.Lock()
 	defer p.call.Unlock()
-	if _, err := p.ensure(); err != nil {
+	if _, err := p.ensure(ctx, true); err != nil {
 		p.Close()
 		return nil, err
 	}
@@ -137,6 +155,10 @@ func DefaultGrace(in Init) time.Duration {
 // ErrInit is a client's refusal of its init: the settings it was given do
 // not suit it (a bad input, not a harness failure).
 var ErrInit = errors.New("the client refused its init")
+
+// ErrCommand is a client program that cannot start: its command does not
+// exist or cannot be run (a bad input, not a harness failure).
+var ErrCommand = errors.New("the client's command cannot start")
 
 // Library is what the client said it drives ("redis-py 4.3.4").
 func (p *Process) Library() string {
@@ -176,8 +198,11 @@ func (p *Process) Close() error {
 }
 
 // ensure returns the running program, starting it (and sending init) if
-// there is none. The caller holds p.call.
-func (p *Process) ensure() (*child, error) {
+// there is none. The caller holds p.call. first: the program's first
+// start, before the run, whose init is bounded by the wall clock and by
+// ctx (a restart's is bounded by the time the harness was running, as a
+// call is).
+func (p *Process) ensure(ctx context.Context, first bool) (*child, error) {
 	p.mu.Lock()
 	c, closed, fails := p.cur, p.closed, p.fails
 	p.mu.Unlock()
@@ -197,7 +222,7 @@ func (p *Process) ensure() (*child, error) {
 	}
 	c, err := p.spawn()
 	if err == nil {
-		err = p.init(c)
+		err = p.init(ctx, c, first)
 		if err != nil {
 			c.terminate()
 			<-c.exited
@@ -220,14 +245,23 @@ func (p *Process) spawn() (*child, error) {
 	if p.clock != nil {
 		cmd.Env = append(cmd.Env, "LD_PRELOAD="+p.cfg.ClockShim, clockshim.Env+"="+filepath.Join(p.clockDir, "clock"))
 	}
-	// The program stays in its worker's process group, so a client pause
-	// (SIGSTOP of the group) stops it too; it dies with its worker.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// In a worker the program stays in the worker's process group, so a
+	// client pause (SIGSTOP of the group) stops it too; it dies with its
+	// worker. Run by the harness, it leads a group of its own, killed
+	// whole.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: !p.cfg.SameGroup}
 	var log io.Writer = p.tail
 	if p.cfg.Log != nil {
 		log = io.MultiWriter(p.cfg.Log, p.tail)
 	}
-	cmd.Stderr = log
+	// Its stderr is a pipe of our own too, copied here: a process the
+	// program started may hold it open after the program ended, and the
+	// program's end must not wait for that.
+	stderr, ew, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("client %s: %w", p.cfg.Name, err)
+	}
+	cmd.Stderr = ew
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("client %s: %w", p.cfg.Name, err)
@@ -242,11 +276,21 @@ func (p *Process) spawn() (*child, error) {
 	cmd.Stdout = w
 	err = cmd.Start()
 	w.Close()
+	ew.Close()
 	if err != nil {
 		stdout.Close()
-		return nil, fmt.Errorf("client %s: start %s: %w", p.cfg.Name, strings.Join(p.cfg.Command, " "), err)
+		stderr.Close()
+		return nil, fmt.Errorf("%w: client %s: start %q: %w", ErrCommand, p.cfg.Name, strings.Join(p.cfg.Command, " "), err)
 	}
-	c := &child{cmd: cmd, stdin: stdin, stdout: stdout, lines: newLineReader(stdout, stdout), exited: make(chan struct{})}
+	go func() {
+		_, _ = io.Copy(log, stderr)
+		stderr.Close()
+	}()
+	c := &child{cmd: cmd, stdin: stdin, stdout: stdout, lines: newLineReader(stdout, stdout), exited: make(chan struct{}),
+		group: !p.cfg.SameGroup, forget: func() {}}
+	if c.group {
+		c.forget = procgroup.Track(cmd.Process.Pid)
+	}
 	go c.reap()
 	return c, nil
 }
@@ -261,27 +305,38 @@ func (c *child) reap() {
 	close(c.exited)
 }
 
-// terminate kills the program (only it: its process group is its
-// worker's) and stops reading it; it is how every child ends.
+// terminate kills the program and what it started — its process group,
+// or in a worker's group its process tree — and stops reading it; it is
+// how every child ends.
 func (c *child) terminate() {
 	c.kill.Do(func() {
+		if c.group {
+			_ = procgroup.Kill(c.cmd.Process.Pid)
+			c.forget()
+		} else {
+			select {
+			case <-c.exited: // reaped: its pid may be another's now
+			default:
+				procgroup.KillTree(c.cmd.Process.Pid)
+			}
+		}
 		_ = c.cmd.Process.Kill()
 		c.stdout.Close()
 	})
 }
 
 // init sends init and waits for its reply.
-func (p *Process) init(c *child) error {
+func (p *Process) init(ctx context.Context, c *child, first bool) error {
 	in := p.cfg.Init
 	p.mu.Lock()
 	p.nextID++
 	in.ID = p.nextID
 	p.mu.Unlock()
 	req := Request{Type: TypeInit, ID: in.ID}
-	if err := c.send(in); err != nil {
+	if err := p.send(c, in); err != nil {
 		return p.fault(req, nil, fmt.Errorf("write init: %w", err))
 	}
-	rep, err := p.await(c, req, p.cfg.InitTimeout, nil, nil)
+	rep, err := p.await(c, req, p.cfg.InitTimeout, nil, ctx, first)
 	if err != nil {
 		return err
 	}
@@ -297,13 +352,22 @@ func (p *Process) init(c *child) error {
 	return fmt.Errorf("client %s: init answered %s: %s", p.cfg.Name, rep.Type, rep.Error)
 }
 
-func (c *child) send(v any) error {
+// send writes v to c as one line.
+func (p *Process) send(c *child, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
+	p.trace("> ", b)
 	_, err = c.stdin.Write(append(b, '\n'))
 	return err
+}
+
+// trace writes one line of the transcript (Config.Trace).
+func (p *Process) trace(dir string, line []byte) {
+	if p.cfg.Trace != nil {
+		_, _ = p.cfg.Trace.Write(append(append([]byte(dir), line...), '\n'))
+	}
 }
 
 // do sends req and waits for its reply: within the call's budget (ctx's
@@ -313,7 +377,7 @@ func (c *child) send(v any) error {
 func (p *Process) do(ctx context.Context, req Request, hook lock.StepHook) (Reply, error) {
 	p.call.Lock()
 	defer p.call.Unlock()
-	c, err := p.ensure()
+	c, err := p.ensure(ctx, false)
 	if err != nil {
 		return Reply{}, p.fault(req, nil, fmt.Errorf("could not (re)start the client: %w", err))
 	}
@@ -326,18 +390,19 @@ func (p *Process) do(ctx context.Context, req Request, hook lock.StepHook) (Repl
 	if d, ok := ctx.Deadline(); ok {
 		budget = max(0, time.Until(d))
 	}
-	if err := c.send(req); err != nil {
+	if err := p.send(c, req); err != nil {
 		p.drop(c)
 		return Reply{}, p.fault(req, nil, fmt.Errorf("write the request: %w (%s)", err, p.exitStatus(c)))
 	}
-	return p.await(c, req, budget+p.cfg.Grace, hook, ctx)
+	return p.await(c, req, budget+p.cfg.Grace, hook, ctx, false)
 }
 
 // await reads the program's lines until the reply to req, handing steps to
 // hook. bound counts only time the harness was running: a pause of the
 // client's process group (which stops the harness's worker too) does not
-// count against the client.
-func (p *Process) await(c *child, req Request, bound time.Duration, hook lock.StepHook, ctx context.Context) (Reply, error) {
+// count against the client. A first init's bound (first) is wall time —
+// no pause comes before the run — and ends with ctx.
+func (p *Process) await(c *child, req Request, bound time.Duration, hook lock.StepHook, ctx context.Context, first bool) (Reply, error) {
 	const tick = 20 * time.Millisecond
 	awake, last := time.Duration(0), time.Now()
 	for {
@@ -345,16 +410,21 @@ func (p *Process) await(c *child, req Request, bound time.Duration, hook lock.St
 		now := time.Now()
 		gap := now.Sub(last)
 		last = now
-		if gap > 5*tick { // the harness itself was stopped meanwhile
+		if gap > 5*tick && !first { // the harness itself was stopped meanwhile
 			gap = tick
 		}
 		awake += gap
+		if first && ctx.Err() != nil {
+			p.drop(c)
+			return Reply{}, p.fault(req, nil, fmt.Errorf("interrupted while waiting for the reply to init: %w", ctx.Err()))
+		}
 		timeout := errors.Is(err, os.ErrDeadlineExceeded)
 		if err != nil && !timeout {
 			return Reply{}, p.ended(c, req, err)
 		}
 		var rep Reply
 		if !timeout {
+			p.trace("< ", line)
 			if err := json.Unmarshal(line, &rep); err != nil {
 				p.drop(c)
 				return Reply{}, p.fault(req, line, fmt.Errorf("not a JSON object: %v", err))
@@ -366,9 +436,16 @@ func (p *Process) await(c *child, req Request, bound time.Duration, hook lock.St
 			if rep.Type != TypeStep {
 				return rep, nil
 			}
+			if armed := p.cfg.Init.Steps; armed != nil && !slices.Contains(*armed, rep.Step) {
+				p.drop(c)
+				return Reply{}, p.fault(req, line, fmt.Errorf("reported step %q, which its init did not arm (init's steps: %s): a client reports only the steps its init names", rep.Step, orNone(*armed)))
+			}
 		}
 		if awake >= bound { // silence, or steps without end
 			p.drop(c)
+			if req.Type == TypeInit {
+				return Reply{}, p.fault(req, nil, fmt.Errorf("no reply to init within %v: killed (a client answers its init within %v: clients/PROTOCOL.md; it reads one request a line on stdin, writes one reply a line on stdout and flushes it)", bound.Round(time.Millisecond), bound.Round(time.Millisecond)))
+			}
 			return Reply{}, p.fault(req, nil, fmt.Errorf("no reply within %v (the call's budget plus a grace of %v): killed", bound.Round(time.Millisecond), p.cfg.Grace))
 		}
 		if timeout {
@@ -381,7 +458,7 @@ func (p *Process) await(c *child, req Request, bound time.Duration, hook lock.St
 			}
 		}
 		last = time.Now() // a pause at the step is not the client's time
-		if err := c.send(Request{Type: TypeContinue, InReplyTo: rep.ID}); err != nil {
+		if err := p.send(c, Request{Type: TypeContinue, InReplyTo: rep.ID}); err != nil {
 			p.drop(c)
 			return Reply{}, p.fault(req, nil, fmt.Errorf("write continue: %w", err))
 		}
@@ -452,6 +529,13 @@ func (p *Process) fault(req Request, line []byte, err error) error {
 		what += " " + req.Key
 	}
 	return &Error{Client: p.cfg.Name, Request: fmt.Sprintf("request %d (%s)", req.ID, what), Line: clip(line), Err: err}
+}
+
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }
 
 func clip(b []byte) string {

@@ -21,7 +21,7 @@ func startFake(t *testing.T, mode string, grace time.Duration) (*Process, string
 	p, err := Start(Config{
 		Name: "fake", Command: []string{os.Args[0]},
 		Env:   []string{fakeEnv + "=1", fakeMode + "=" + mode, fakeState + "=" + state, "GORACE=atexit_sleep_ms=0"},
-		Init:  Init{Client: 3, Kind: KindLock, Keys: []string{fakeKey}, TTLMS: 1000, Connect: ConnectNode, Nodes: []Node{{Name: "n1", Addr: "127.0.0.1:1"}}, ReadTimeoutMS: 100},
+		Init:  Init{Client: 3, Kind: lock.KindLock, Keys: []string{fakeKey}, TTLMS: 1000, Connect: ConnectNode, Nodes: []Node{{Name: "n1", Addr: "127.0.0.1:1"}}, ReadTimeoutMS: 100},
 		Grace: grace,
 	})
 	if err != nil {
@@ -193,7 +193,7 @@ func TestInitRefused(t *testing.T) {
 	_, err := Start(Config{
 		Name: "fake", Command: []string{os.Args[0]},
 		Env:  []string{fakeEnv + "=1", fakeMode + "=init-fail", "GORACE=atexit_sleep_ms=0"},
-		Init: Init{Kind: KindLock, Keys: []string{fakeKey}, TTLMS: 1000, Connect: ConnectNode, Nodes: []Node{{Name: "n1", Addr: "127.0.0.1:1"}}},
+		Init: Init{Kind: lock.KindLock, Keys: []string{fakeKey}, TTLMS: 1000, Connect: ConnectNode, Nodes: []Node{{Name: "n1", Addr: "127.0.0.1:1"}}},
 	})
 	if !errors.Is(err, ErrInit) || !strings.Contains(err.Error(), `option "bogus" unknown`) {
 		t.Fatalf("start of a client that refuses its init: %v, want ErrInit with its reason", err)
@@ -202,9 +202,9 @@ func TestInitRefused(t *testing.T) {
 
 func TestBadCommand(t *testing.T) {
 	_, err := Start(Config{Name: "nope", Command: []string{"/nonexistent/client"},
-		Init: Init{Kind: KindLock, Keys: []string{fakeKey}, TTLMS: 1000, Connect: ConnectNode, Nodes: []Node{{Name: "n1", Addr: "x:1"}}}})
-	if err == nil || !strings.Contains(err.Error(), "/nonexistent/client") {
-		t.Fatalf("start of a missing program: %v, want an error naming it", err)
+		Init: Init{Kind: lock.KindLock, Keys: []string{fakeKey}, TTLMS: 1000, Connect: ConnectNode, Nodes: []Node{{Name: "n1", Addr: "x:1"}}}})
+	if !errors.Is(err, ErrCommand) || !strings.Contains(err.Error(), "/nonexistent/client") {
+		t.Fatalf("start of a missing program: %v, want ErrCommand naming it", err)
 	}
 	_, err = Start(Config{Name: "fake", Command: []string{os.Args[0]}, Init: Init{Kind: "mutex", Keys: []string{fakeKey}, TTLMS: 1000, Connect: ConnectNode, Nodes: []Node{{Name: "n1", Addr: "x:1"}}}})
 	if !errors.Is(err, lock.ErrConfig) || !strings.Contains(err.Error(), `kind "mutex" unknown`) {
@@ -222,5 +222,26 @@ func TestCloseEndsTheProgram(t *testing.T) {
 	}
 	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
 		t.Fatalf("client %d still exists after Close (kill -0: %v)", pid, err)
+	}
+}
+
+// TestEveryKindOverTheProtocol: a client of each lock kind (lock.Kinds)
+// hands out a Primitive of that kind's interface; a kind added to package
+// lock without a case here fails.
+func TestEveryKindOverTheProtocol(t *testing.T) {
+	for _, k := range lock.Kinds {
+		p, err := Start(Config{
+			Name: "fake", Command: []string{os.Args[0]},
+			Env:  []string{fakeEnv + "=1", fakeMode + "=good", fakeState + "=" + t.TempDir(), "GORACE=atexit_sleep_ms=0"},
+			Init: Init{Kind: k, Keys: []string{fakeKey}, TTLMS: 1000, Connect: ConnectNode, Nodes: []Node{{Name: "n1", Addr: "127.0.0.1:1"}}, ReadTimeoutMS: 100},
+		})
+		if err != nil {
+			t.Fatalf("kind %s: %v", k, err)
+		}
+		prim, err := p.Primitive(fakeKey)
+		p.Close()
+		if err != nil || !k.Of(prim) {
+			t.Errorf("kind %s: Primitive = %T, %v: not of the kind's interface", k, prim, err)
+		}
 	}
 }

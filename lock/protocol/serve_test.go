@@ -46,7 +46,7 @@ func served(t testing.TB, addr, key string, ttl time.Duration) *Process {
 	t.Helper()
 	p, err := Start(Config{
 		Name: "go-single", Command: []string{os.Args[0]}, Env: []string{serveEnv + "=1", "GORACE=atexit_sleep_ms=0"},
-		Init: Init{Kind: KindLock, Keys: []string{key}, TTLMS: ttl.Milliseconds(), Connect: ConnectNode,
+		Init: Init{Kind: lock.KindLock, Keys: []string{key}, TTLMS: ttl.Milliseconds(), Connect: ConnectNode,
 			Nodes: []Node{{Name: "n1", Addr: addr}}, ReadTimeoutMS: 1000},
 	})
 	if err != nil {
@@ -103,7 +103,7 @@ func TestServeOnlyTheArmableSteps(t *testing.T) {
 		key := locktest.Key(t)
 		p, err := Start(Config{
 			Name: "go-single", Command: []string{os.Args[0]}, Env: []string{serveEnv + "=1", "GORACE=atexit_sleep_ms=0"},
-			Init: Init{Kind: KindLock, Keys: []string{key}, TTLMS: 1000, Connect: ConnectNode,
+			Init: Init{Kind: lock.KindLock, Keys: []string{key}, TTLMS: 1000, Connect: ConnectNode,
 				Nodes: []Node{{Name: "n1", Addr: srv.Addr}}, ReadTimeoutMS: 1000, Steps: tc.steps},
 		})
 		if err != nil {

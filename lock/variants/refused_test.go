@@ -33,7 +33,7 @@ func TestRefusedWritesFailEveryVariant(t *testing.T) {
 	specs := []Spec{{Options: Options{Variant: "watchdog", Inner: "redlock"}, TTL: 5 * time.Second}}
 	for _, n := range BuiltHere() {
 		s := Spec{Options: Options{Variant: n}, TTL: 5 * time.Second}
-		if s.Kind() == KindSemaphore {
+		if s.Kind() == lock.KindSemaphore {
 			s.Permits = 1
 		}
 		specs = append(specs, s)
@@ -82,24 +82,24 @@ var ignoresRefusedRelease = map[string]string{
 // prepare takes a hold on held before the servers refuse writes (sets a
 // semaphore's permits and a latch's count on both) and returns what
 // releases it then.
-func prepare(ctx context.Context, t *testing.T, kind Kind, held, fresh lock.Primitive) func() error {
+func prepare(ctx context.Context, t *testing.T, kind lock.Kind, held, fresh lock.Primitive) func() error {
 	t.Helper()
 	switch kind {
-	case KindLock:
+	case lock.KindLock:
 		p := held.(lock.Locker)
 		l, err := p.Acquire(ctx)
 		if err != nil {
 			t.Fatalf("acquire before the refusal: %v", err)
 		}
 		return func() error { return p.Release(ctx, l) }
-	case KindReadWrite:
+	case lock.KindReadWrite:
 		p := held.(lock.ReadWriteLocker)
 		l, err := p.WriteLock().Acquire(ctx)
 		if err != nil {
 			t.Fatalf("write-acquire before the refusal: %v", err)
 		}
 		return func() error { return p.WriteLock().Release(ctx, l) }
-	case KindSemaphore:
+	case lock.KindSemaphore:
 		p := held.(lock.Semaphore)
 		for _, s := range []lock.Semaphore{p, fresh.(lock.Semaphore)} {
 			if _, err := s.TrySetPermits(ctx); err != nil {
@@ -111,7 +111,7 @@ func prepare(ctx context.Context, t *testing.T, kind Kind, held, fresh lock.Prim
 			t.Fatalf("acquire a permit before the refusal: %v", err)
 		}
 		return func() error { return p.Release(ctx, l) }
-	case KindLatch:
+	case lock.KindLatch:
 		p := held.(lock.Latch)
 		if _, err := p.TrySetCount(ctx, 2); err != nil {
 			t.Fatal(err)
@@ -125,21 +125,21 @@ func prepare(ctx context.Context, t *testing.T, kind Kind, held, fresh lock.Prim
 // refusedBoth: an acquire of fresh (a latch's setting of its count) is
 // ErrNotObtained and the release (a latch's count-down) is an error — or,
 // for a library that ignores a refused release (ignored says why), nil.
-func refusedBoth(ctx context.Context, t *testing.T, kind Kind, fresh lock.Primitive, release func() error, ignored string) {
+func refusedBoth(ctx context.Context, t *testing.T, kind lock.Kind, fresh lock.Primitive, release func() error, ignored string) {
 	t.Helper()
 	var err error
 	switch kind {
-	case KindLock:
+	case lock.KindLock:
 		_, err = fresh.(lock.Locker).Acquire(ctx)
-	case KindReadWrite:
+	case lock.KindReadWrite:
 		p := fresh.(lock.ReadWriteLocker)
 		_, err = p.WriteLock().Acquire(ctx)
 		if errors.Is(err, lock.ErrNotObtained) {
 			_, err = p.ReadLock().Acquire(ctx)
 		}
-	case KindSemaphore:
+	case lock.KindSemaphore:
 		_, err = fresh.(lock.Semaphore).Acquire(ctx)
-	case KindLatch:
+	case lock.KindLatch:
 		_, err = fresh.(lock.Latch).TrySetCount(ctx, 1)
 		if err == nil {
 			err = errors.New("TrySetCount answered without an error")

@@ -8,11 +8,11 @@ import (
 	"github.com/go-redsync/redsync/v4"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tumbler-dev/tumbler/clients"
 	"github.com/tumbler-dev/tumbler/internal/field"
 	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/lock/adapters"
 	"github.com/tumbler-dev/tumbler/lock/fair"
+	"github.com/tumbler-dev/tumbler/lock/protocol"
 	"github.com/tumbler-dev/tumbler/lock/single"
 	"github.com/tumbler-dev/tumbler/spans"
 )
@@ -49,7 +49,7 @@ type Options struct {
 	// Client is the lock client program of variant "client": a real lock
 	// library, in any language, driven over the lock client protocol
 	// (clients/PROTOCOL.md).
-	Client *clients.Spec `json:"client,omitempty"`
+	Client *protocol.Program `json:"client,omitempty"`
 	// RedisRetries is how many times the lock's Redis clients send a
 	// command again after a network error or a timeout: go-redis's
 	// MaxRetries, whose default users keep is 3 (and so redsync's and
@@ -101,6 +101,9 @@ func (s Spec) Validate() error {
 	if s.TTL <= 0 {
 		return field.Errorf("ttl", "%v %v must be positive", field.Self, s.TTL)
 	}
+	if info.WholeSeconds && s.TTL%time.Second != 0 {
+		return field.Errorf("ttl", "%v %v: lock %s takes its TTL in whole seconds", field.Self, s.TTL, s.Variant)
+	}
 	if err := s.validateInner(info); err != nil {
 		return err
 	}
@@ -134,15 +137,15 @@ func (s Spec) Validate() error {
 	case s.RedisRetries > 0 && info.Program:
 		return field.Errorf("redis_retries", "%v applies to the locks built here, not %s: a lock client program's library retries as its options say", field.Self, s.Label())
 	}
-	if kind := s.Kind(); kind == KindSemaphore && s.Permits < 1 {
+	if kind := s.Kind(); kind == lock.KindSemaphore && s.Permits < 1 {
 		return field.Errorf("permits", "%v %d, want at least 1", field.Self, s.Permits)
-	} else if kind != KindSemaphore && s.Permits != 0 {
+	} else if kind != lock.KindSemaphore && s.Permits != 0 {
 		return field.Errorf("permits", "%v applies only to semaphores, not %s", field.Self, s.Variant)
 	}
 	return nil
 }
 
-// validateInner checks the variant a wrapper wraps: one of KindLock that
+// validateInner checks the variant a wrapper wraps: one of lock.KindLock that
 // is no wrapper itself; a variant that wraps nothing takes no inner.
 func (s Spec) validateInner(info Info) error {
 	if !info.Wraps {
@@ -157,7 +160,7 @@ func (s Spec) validateInner(info Info) error {
 		return field.Errorf("inner", "%w", err)
 	case in.Wraps:
 		return field.Errorf("inner", "%v cannot be %s: it wraps a lock itself", field.Self, in.Name)
-	case in.Kind != KindLock:
+	case in.Kind.Or() != lock.KindLock:
 		return field.Errorf("inner", "%v %s is a %s, not a lock the %s can wrap", field.Self, in.Name, in.Kind, s.Variant)
 	}
 	return nil
@@ -171,7 +174,7 @@ func Build(s Spec, clients []redis.UniversalClient, key string, opts ...lock.Opt
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", lock.ErrConfig, err)
 	}
-	if k := s.Kind(); k != KindLock {
+	if k := s.Kind(); k != lock.KindLock {
 		return nil, fmt.Errorf("%w: lock %s is a %s, not a lock.Locker: use BuildPrimitive", lock.ErrConfig, s.Variant, k)
 	}
 	if len(clients) == 0 {
@@ -199,7 +202,7 @@ func Build(s Spec, clients []redis.UniversalClient, key string, opts ...lock.Opt
 // lock.Locker (as Build does), a lock.ReadWriteLocker, a lock.Semaphore or
 // a lock.Latch, as Lookup(s.Variant).Kind says.
 func BuildPrimitive(s Spec, clients []redis.UniversalClient, key string, opts ...lock.Option) (lock.Primitive, error) {
-	if s.Kind() == KindLock {
+	if s.Kind() == lock.KindLock {
 		return Build(s, clients, key, opts...)
 	}
 	if err := s.Validate(); err != nil {

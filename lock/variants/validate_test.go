@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tumbler-dev/tumbler/clients"
+	_ "github.com/tumbler-dev/tumbler/clients" // the shipped clients
 	"github.com/tumbler-dev/tumbler/internal/field"
+	"github.com/tumbler-dev/tumbler/lock/protocol"
 	"github.com/tumbler-dev/tumbler/spans"
 )
 
@@ -32,10 +33,10 @@ func TestSpecNamesTheField(t *testing.T) {
 		{Options{Variant: "single", Permits: 2}, "permits", "lock.permits applies only to semaphores, not single"},
 		{Options{Variant: "single", RedisRetries: -1}, "redis_retries", "lock.redis_retries -1 must be in [0, 10]"},
 		{Options{Variant: "redsync", RedisRetries: 11}, "redis_retries", "lock.redis_retries 11 must be in [0, 10]"},
-		{Options{Variant: ClientVariant, Client: &clients.Spec{Command: []string{"true"}}, RedisRetries: 3}, "redis_retries", "lock.redis_retries applies to the locks built here, not client"},
-		{Options{Variant: ClientVariant, Client: &clients.Spec{Name: "tooz", Options: []byte(`{"lock_timeout": 2, "bogus": 1}`)}}, "client.options",
+		{Options{Variant: ClientVariant, Client: &protocol.Program{Command: []string{"true"}}, RedisRetries: 3}, "redis_retries", "lock.redis_retries applies to the locks built here, not client"},
+		{Options{Variant: ClientVariant, Client: &protocol.Program{Name: "tooz", Options: []byte(`{"lock_timeout": 2, "bogus": 1}`)}}, "client.options",
 			`lock.client.options: client tooz has no option "bogus" (its options: lock_timeout, start_heart)`},
-		{Options{Variant: ClientVariant, Client: &clients.Spec{Name: "redis-py", Options: []byte(`[1]`)}}, "client.options", "lock.client.options must be a JSON object"},
+		{Options{Variant: ClientVariant, Client: &protocol.Program{Name: "redis-py", Options: []byte(`[1]`)}}, "client.options", "lock.client.options must be a JSON object"},
 	} {
 		err := Spec{Options: c.o, TTL: time.Second}.Validate()
 		var fe *field.Error

@@ -14,8 +14,8 @@
 package variants
 
 import (
+	"cmp"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -39,107 +39,45 @@ import (
 	"github.com/tumbler-dev/tumbler/lock/watchdog"
 )
 
-// Kind is the shape of what a variant builds: a lock.Locker, or one of the
-// siblings of package lock for synchronizers a Locker does not fit.
-type Kind string
-
-// The kinds.
-const (
-	// KindLock builds a lock.Locker (the default).
-	KindLock Kind = "lock"
-	// KindReadWrite builds a lock.ReadWriteLocker.
-	KindReadWrite Kind = "read-write"
-	// KindSemaphore builds a lock.Semaphore.
-	KindSemaphore Kind = "semaphore"
-	// KindLatch builds a lock.Latch.
-	KindLatch Kind = "latch"
-)
-
-// Kinds lists the kinds.
-var Kinds = []Kind{KindLock, KindReadWrite, KindSemaphore, KindLatch}
-
 // Info describes a variant: what it is and what it declares of itself.
 // It is declared once, in the variant's registration (the built-in ones
 // below, or Register), and may come from data read at run time (its
 // traits have JSON names, so a manifest can carry them).
 type Info struct {
 	Name string `json:"name"`
-	// Kind is what Build makes ("" is KindLock).
-	Kind Kind   `json:"kind,omitempty"`
 	Doc  string `json:"doc,omitempty"`
 	// Broken: a recipe kept on purpose to show its failure.
 	Broken bool `json:"broken,omitempty"`
-	// Servers is how the variant uses the servers. A wrapper's are those
-	// of the variant it wraps (Options.Info).
-	Servers
-	// Grants is what the variant's grants promise; the checkers a run
-	// composes follow from them. A wrapper declares its own, not those of
-	// the variant it wraps (the watchdog declares none: its renewals are
-	// kept per lease, so it does not nest holds).
-	Grants
-	// Wraps: the variant wraps another variant of KindLock (Options.Inner,
-	// DefaultInner when unset), which talks to Redis: Build makes that one
-	// and wraps it. A wrapper takes the Servers and the Steps of the
-	// variant it wraps.
+	// Traits are what the variant declares of itself, as a lock client
+	// program's manifest declares them: its Kind (what Build makes; ""
+	// is lock.KindLock), how it uses the servers (Servers; a wrapper's are
+	// those of the variant it wraps, Options.Info), what its grants
+	// promise (Grants; the checkers a run composes follow from them — a
+	// wrapper declares its own, not those of the variant it wraps: the
+	// watchdog declares none, its renewals are kept per lease, so it does
+	// not nest holds) and the lock steps it reports through
+	// lock.Options.Hook (Steps), where a step-pause or step-crash fault
+	// can stop a client and which a hunt draws from, besides the
+	// workload's own steps.
+	lock.Traits
+	// Wraps: the variant wraps another variant of lock.KindLock
+	// (Options.Inner, DefaultInner when unset), which talks to Redis: Build
+	// makes that one and wraps it. A wrapper takes the Servers and the
+	// Steps of the variant it wraps.
 	Wraps bool `json:"wraps,omitempty"`
 	// Renews: the variant renews its holders' leases in the background
 	// while they hold (reported to lock.Options.OnRenew, recorded as
 	// extends).
 	Renews bool `json:"renews,omitempty"`
 	// Program: the variant is a lock client program (Options.Client) that
-	// tumbler drives over the lock client protocol; its kind, servers,
-	// grants and steps are those its manifest declares (Options.Info), and
-	// the runner starts it, not Build.
+	// tumbler drives over the lock client protocol; its traits are those
+	// its manifest declares (Options.Info), and the runner starts it, not
+	// Build.
 	Program bool `json:"program,omitempty"`
-	// Steps are the lock steps the variant reports through
-	// lock.Options.Hook, where a step-pause or step-crash fault can stop a
-	// client. A hunt draws from them as well as from the workload's own
-	// steps.
-	Steps []LockStep `json:"steps,omitempty"`
-}
-
-// Servers is how a variant uses the servers.
-type Servers struct {
-	// AllNodes: the variant talks to every node of the topology (Redlock
-	// style); otherwise it uses one node (the primary).
-	AllNodes bool `json:"all_nodes,omitempty"`
-	// CrossSlot: the variant's script touches keys in different hash
-	// slots, which a Redis Cluster refuses (CROSSSLOT).
-	CrossSlot bool `json:"cross_slot,omitempty"`
-	// OddMasters: the variant needs an odd number of masters (Redlock's
-	// majority quorum: an even count tolerates no more failed nodes than
-	// one node fewer would, and a contest can split evenly).
-	OddMasters bool `json:"odd_masters,omitempty"`
-	// Accepts lists the settings only some variants take that apply to
-	// this one, by their JSON names (the Opt constants); Validate refuses the
-	// others. A semaphore's permits go with its kind.
-	Accepts []string `json:"accepts,omitempty"`
-}
-
-// Grants is what a variant's grants promise.
-type Grants struct {
-	// Tokens: every grant carries a fencing token (lock.Lease.Token)
-	// greater than that of every earlier grant of the key, which a fenced
-	// resource orders writes by (under a fenced-write workload the fencing
-	// checker judges them).
-	Tokens bool `json:"tokens,omitempty"`
-	// Reentrant: an acquire by the holder's own owner nests (a hold
-	// count), and the hold ends when as many releases were made: a plan
-	// may nest its holds (workload nest) and the checkers count them.
-	Reentrant bool `json:"reentrant,omitempty"`
-	// Fair: the lock grants in the order its waiters queued, and reports
-	// each waiter's queue entry and exit (lock.Options.OnQueue), which the
-	// fairness checker judges.
-	Fair bool `json:"fair,omitempty"`
-}
-
-// LockStep is a step a variant reports to its lock.StepHook.
-type LockStep struct {
-	Name string `json:"name"`
-	// Acquiring: the step comes inside Acquire, on the client's way to a
-	// grant (the servers' grant in hand, or a place in a queue); otherwise
-	// it comes inside Release.
-	Acquiring bool `json:"acquiring,omitempty"`
+	// WholeSeconds: the variant's library takes its TTL in whole seconds
+	// (go-zero's SetExpire, dapr's ExpiryInSeconds): Spec.Validate refuses
+	// any other TTL.
+	WholeSeconds bool `json:"whole_seconds,omitempty"`
 }
 
 // DefaultInner is the variant a wrapper wraps when Options.Inner is unset.
@@ -169,7 +107,7 @@ var specificSettings = []setting{
 }
 
 // granted is the step every production variant and adapter reports.
-var granted = []LockStep{{Name: lock.StepGranted, Acquiring: true}}
+var granted = []lock.Step{{Name: lock.StepGranted, Acquiring: true}}
 
 // PrimitiveFunc makes a variant of a kind other than KindLock; it returns
 // the sibling interface its Kind names.
@@ -200,17 +138,17 @@ var (
 // builtins are tumbler's own variants and the adapters, in the order error
 // messages list them.
 var builtins = []entry{
-	{info: Info{Name: "single", Servers: Servers{Accepts: []string{OptWaitReplicas}}, Steps: granted,
+	{info: Info{Name: "single", Traits: lock.Traits{Servers: lock.Servers{Accepts: []string{OptWaitReplicas}}, Steps: granted},
 		Doc: "SET NX PX, Lua compare-and-delete release (optionally WAIT for replicas)"},
 		build: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 			return single.New(c[0], key, s.TTL, o...)
 		}},
-	{info: Info{Name: "fenced", Servers: Servers{CrossSlot: true, Accepts: []string{OptWaitReplicas}}, Grants: Grants{Tokens: true}, Steps: granted,
+	{info: Info{Name: "fenced", Traits: lock.Traits{Servers: lock.Servers{CrossSlot: true, Accepts: []string{OptWaitReplicas}}, Grants: lock.Grants{Tokens: true}, Steps: granted},
 		Doc: "single plus a fencing token from INCR in the acquire script"},
 		build: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 			return fenced.New(c[0], key, s.TTL, o...)
 		}},
-	{info: Info{Name: "redlock", Servers: Servers{AllNodes: true, OddMasters: true}, Steps: granted,
+	{info: Info{Name: "redlock", Traits: lock.Traits{Servers: lock.Servers{AllNodes: true, OddMasters: true}, Steps: granted},
 		Doc: "Redlock over N independent masters, quorum N/2+1, validity check"},
 		build: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 			return redlock.New(c, key, s.TTL, o...)
@@ -218,18 +156,32 @@ var builtins = []entry{
 	{info: Info{Name: ClientVariant, Program: true, Doc: "a real lock library in any language, driven over the lock client protocol (clients/PROTOCOL.md): a shipped client or a program of your own"}},
 	{info: Info{Name: "watchdog", Wraps: true, Renews: true, Doc: "renews another variant every TTL/3 while held (Redisson watchdog)"},
 		wrap: func(in lock.Locker, o []lock.Option) (lock.Locker, error) { return watchdog.New(in, o...) }},
-	{info: Info{Name: "reentrant", Grants: Grants{Reentrant: true}, Doc: "Redisson RLock: hash of owner → hold count, pub/sub wake-up"},
+	{info: Info{Name: "reentrant", Traits: lock.Traits{Grants: lock.Grants{Reentrant: true}}, Doc: "Redisson RLock: hash of owner → hold count, pub/sub wake-up"},
 		build: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 			return reentrant.New(c[0], key, s.TTL, o...)
 		}},
-	{info: Info{Name: "redsync", Servers: Servers{AllNodes: true, Accepts: []string{OptSetNXOnExtend}}, Steps: granted,
+	{info: Info{Name: "redsync", Traits: lock.Traits{Servers: lock.Servers{AllNodes: true, Accepts: []string{OptSetNXOnExtend}}, Steps: granted},
 		Doc: "adapter: go-redsync/redsync v4 (Redlock)"},
 		build: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 			return adapters.NewRedsync(c, key, s.TTL, o...)
 		}},
-	{info: Info{Name: "redislock", Steps: granted, Doc: "adapter: bsm/redislock (single node, no elapsed-time check)"},
+	{info: Info{Name: "redislock", Traits: lock.Traits{Steps: granted}, Doc: "adapter: bsm/redislock (single node, no elapsed-time check)"},
 		build: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 			return adapters.NewRedislock(c[0], key, s.TTL, o...)
+		}},
+	{info: Info{Name: "redislock-token", Traits: lock.Traits{Steps: granted}, Doc: "adapter: bsm/redislock with a caller-chosen token (Options.Token), one per client, reused for every Obtain: an Obtain that finds its token's prefix on the key re-obtains it"},
+		build: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
+			token := lock.RandomValue() // drawn once: this client's token for every Obtain
+			return adapters.NewRedislock(c[0], key, s.TTL, append(o, lock.WithValue(func() string { return token }))...)
+		}},
+	// Reentrant: go-zero's documentation says its RedisLock is reentrant
+	// (可重入); its Acquire by the holding object succeeds, but counts
+	// nothing, so a plan may nest it and the checkers hold it to the
+	// promise (docs/analyses/go-zero.md).
+	{info: Info{Name: "go-zero", Traits: lock.Traits{Grants: lock.Grants{Reentrant: true}, Steps: granted}, WholeSeconds: true,
+		Doc: "adapter: go-zero " + adapters.GoZeroVersion + " RedisLock: one object per client and key, its id fixed, go-zero's own client (3 retries, 3 s timeouts, breaker); whole-second TTL + 500 ms"},
+		build: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
+			return adapters.NewGoZero(c[0], key, s.TTL, o...)
 		}},
 	// No Steps: rueidislock decides inside TryWithContext, between its
 	// keys' replies and its return, where no hook reaches; a stall after
@@ -238,34 +190,33 @@ var builtins = []entry{
 		build: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 			return adapters.NewRueidislock(c[0], key, s.TTL, o...)
 		}},
-	{info: Info{Name: "fair", Servers: Servers{Accepts: []string{OptThreadWaitTime}}, Grants: Grants{Fair: true},
-		Steps: []LockStep{{Name: fair.StepQueued, Acquiring: true}},
-		Doc:   "Redisson RFairLock (Redisson's queue script before #1104): FIFO queue of waiters with per-waiter timeouts, threadWaitTime"},
+	{info: Info{Name: "fair", Traits: lock.Traits{Servers: lock.Servers{Accepts: []string{OptThreadWaitTime}}, Grants: lock.Grants{Fair: true}, Steps: []lock.Step{{Name: fair.StepQueued, Acquiring: true}}},
+		Doc: "Redisson RFairLock (Redisson's queue script before #1104): FIFO queue of waiters with per-waiter timeouts, threadWaitTime"},
 		build: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 			return fair.New(c[0], key, s.TTL, o...)
 		}},
-	{info: Info{Name: "multi", Servers: Servers{AllNodes: true}, Steps: granted, Doc: "Redisson MultiLock: every node must grant, one after the other"},
+	{info: Info{Name: "multi", Traits: lock.Traits{Servers: lock.Servers{AllNodes: true}, Steps: granted}, Doc: "Redisson MultiLock: every node must grant, one after the other"},
 		build: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 			return multilock.NewMulti(c, key, s.TTL, o...)
 		}},
-	{info: Info{Name: "redisson-redlock", Servers: Servers{AllNodes: true}, Steps: granted,
+	{info: Info{Name: "redisson-redlock", Traits: lock.Traits{Servers: lock.Servers{AllNodes: true}, Steps: granted},
 		Doc: "Redisson RedissonRedLock: N/2+1 nodes one after the other, wait-time budget, no validity check"},
 		build: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 			return multilock.NewRedLock(c, key, s.TTL, o...)
 		}},
-	{info: Info{Name: "rwlock", Kind: KindReadWrite, Doc: "Redisson RReadWriteLock (Redisson's scripts): one hash, mode field, per-owner counts, one pexpire"},
+	{info: Info{Name: "rwlock", Traits: lock.Traits{Kind: lock.KindReadWrite}, Doc: "Redisson RReadWriteLock (Redisson's scripts): one hash, mode field, per-owner counts, one pexpire"},
 		prim: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Primitive, error) {
 			return rwlock.New(c[0], key, s.TTL, o...)
 		}},
-	{info: Info{Name: "semaphore", Kind: KindSemaphore, Doc: "Redisson RSemaphore: a counter of free permits, no owners, no expiry"},
+	{info: Info{Name: "semaphore", Traits: lock.Traits{Kind: lock.KindSemaphore}, Doc: "Redisson RSemaphore: a counter of free permits, no owners, no expiry"},
 		prim: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Primitive, error) {
 			return semaphore.New(c[0], key, s.Permits, o...)
 		}},
-	{info: Info{Name: "permit-expirable-semaphore", Kind: KindSemaphore, Doc: "Redisson RPermitExpirableSemaphore: permits with ids and leases of the TTL"},
+	{info: Info{Name: "permit-expirable-semaphore", Traits: lock.Traits{Kind: lock.KindSemaphore}, Doc: "Redisson RPermitExpirableSemaphore: permits with ids and leases of the TTL"},
 		prim: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Primitive, error) {
 			return semaphore.NewExpirable(c[0], key, s.Permits, s.TTL, o...)
 		}},
-	{info: Info{Name: "latch", Kind: KindLatch, Doc: "Redisson RCountDownLatch: a count that waiters wait to reach zero"},
+	{info: Info{Name: "latch", Traits: lock.Traits{Kind: lock.KindLatch}, Doc: "Redisson RCountDownLatch: a count that waiters wait to reach zero"},
 		prim: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Primitive, error) {
 			return latch.New(c[0], key, o...)
 		}},
@@ -290,10 +241,10 @@ func recipeEntries() []entry {
 		recipes.NameTimerRenew:      "renewal timer whose HEXISTS on a string key never renews, silently",
 		recipes.NameGiveUpRenew:     "a watchdog that gives up at its first failed renewal without telling the holder (Redisson #775)",
 	}
-	afterSetNX := LockStep{Name: recipes.StepAfterSetNX, Acquiring: true}
-	beforeGetSet := LockStep{Name: recipes.StepBeforeGetSet, Acquiring: true}
-	betweenGetAndDel := LockStep{Name: recipes.StepBetweenGetAndDel}
-	steps := map[string][]LockStep{
+	afterSetNX := lock.Step{Name: recipes.StepAfterSetNX, Acquiring: true}
+	beforeGetSet := lock.Step{Name: recipes.StepBeforeGetSet, Acquiring: true}
+	betweenGetAndDel := lock.Step{Name: recipes.StepBetweenGetAndDel}
+	steps := map[string][]lock.Step{
 		recipes.NameSetNXExpire:     {afterSetNX},
 		recipes.NameCheckThenDel:    {betweenGetAndDel},
 		recipes.NameGetSetTimestamp: {beforeGetSet, betweenGetAndDel},
@@ -302,7 +253,7 @@ func recipeEntries() []entry {
 	var out []entry
 	for _, name := range recipes.Names {
 		out = append(out, entry{
-			info: Info{Name: name, Broken: true, Doc: docs[name], Steps: steps[name], Renews: renews[name]},
+			info: Info{Name: name, Traits: lock.Traits{Steps: steps[name]}, Broken: true, Doc: docs[name], Renews: renews[name]},
 			build: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 				return recipes.New(s.Variant, c[0], key, s.TTL, o...)
 			}})
@@ -322,7 +273,7 @@ func Register(info Info, build BuildFunc) error {
 	if info.Name == "" || build == nil {
 		return fmt.Errorf("variants.Register: a name and a build function are required")
 	}
-	if info.Kind != "" && info.Kind != KindLock {
+	if info.Kind.Or() != lock.KindLock {
 		return fmt.Errorf("variants.Register: lock %q: a BuildFunc builds a lock.Locker, not a %s", info.Name, info.Kind)
 	}
 	if info.Wraps {
@@ -396,9 +347,7 @@ func Lookup(name string) (Info, error) {
 	if !ok {
 		return Info{}, fmt.Errorf("unknown lock %q (valid: %s)", name, strings.Join(Names(), ", "))
 	}
-	if e.info.Kind == "" {
-		e.info.Kind = KindLock
-	}
+	e.info.Kind = e.info.Kind.Or()
 	return e.info, nil
 }
 
@@ -425,34 +374,36 @@ func (o Options) Info() (Info, error) {
 // ClientVariant is the variant of a lock client program (Options.Client).
 const ClientVariant = "client"
 
-// programInfo is a lock client program's Info: what its manifest declares.
+// programInfo is a lock client program's Info: its traits are what its
+// manifest declares, as they are.
 func (o Options) programInfo(info Info) (Info, error) {
 	if o.Client == nil {
-		return info, field.Errorf("client", "lock %s needs %v: a shipped client by name, or a command", o.Variant, field.Self)
+		return info, field.Errorf("client", "lock %s needs %v: a shipped client by name, a client directory or a command", o.Variant, field.Self)
 	}
 	m, err := o.Client.Manifest()
 	if err != nil {
 		return info, field.Within("client", err)
 	}
-	info.Kind, info.AllNodes, info.Tokens = Kind(m.Kind), m.AllNodes, m.Fencing
+	for _, a := range m.Accepts {
+		if !slices.ContainsFunc(specificSettings, func(s setting) bool { return s.name == a }) {
+			return info, field.Errorf("client", "%s: accepts: %q is no setting only some locks take (%s)", cmp.Or(m.File(), m.Name), a, strings.Join(specificNames(), ", "))
+		}
+	}
+	info.Traits = m.Traits
 	if info.Doc = m.Doc; m.Doc == "" {
 		info.Doc = "the lock client program " + strings.Join(m.Command, " ")
-	}
-	info.Steps = nil
-	for _, st := range m.Steps {
-		info.Steps = append(info.Steps, LockStep{Name: st.Name, Acquiring: st.Acquiring})
 	}
 	return info, nil
 }
 
-// Kind is the kind of o's lock (KindLock for an unknown one: Validate
-// reports that).
-func (o Options) Kind() Kind {
+// Kind is the kind of o's lock (lock.KindLock for an unknown one:
+// Validate reports that).
+func (o Options) Kind() lock.Kind {
 	i, err := o.Info()
-	if err != nil || i.Kind == "" {
-		return KindLock
+	if err != nil {
+		return lock.KindLock
 	}
-	return i.Kind
+	return i.Kind.Or()
 }
 
 // AllNodes reports whether the lock needs a client per node rather than one.
@@ -472,11 +423,8 @@ func (o Options) CrossSlot() bool {
 // wrapper wraps when the options name one ("watchdog(redlock)").
 func (o Options) Label() string {
 	if o.Client != nil {
-		if o.Client.Name != "" {
-			return o.Variant + ":" + o.Client.Name
-		}
-		if len(o.Client.Command) > 0 {
-			return o.Variant + ":" + filepath.Base(o.Client.Command[0])
+		if l := o.Client.Label(); l != "" {
+			return o.Variant + ":" + l
 		}
 	}
 	if o.Inner != "" {

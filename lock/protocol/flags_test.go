@@ -1,4 +1,4 @@
-package clients
+package protocol
 
 import (
 	"encoding/json"
