@@ -51,8 +51,8 @@ func TestRueidislockConformance(t *testing.T) {
 		// it releases it (ValidUntil is lock.NoExpiry(Start)).
 		NoValidity: true,
 		Exclude: map[string]string{
-			locktest.Expiry:      "rueidislock renews a held lock until it is released; TestRueidislockLost shows a lease lost",
-			locktest.Extend:      "rueidislock renews by itself and cannot be extended on demand; TestRueidislockLease checks Extend",
+			locktest.Expiry: "rueidislock renews a held lock until it is released; TestRueidislockLost shows a lease lost",
+			locktest.Extend: "rueidislock renews by itself and cannot be extended on demand; TestRueidislockLease checks Extend",
 		},
 	}.Run(t)
 }
