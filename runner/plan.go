@@ -365,11 +365,15 @@ func (p Plan) lockSpec() variants.Spec {
 }
 
 // clientLockSpec is client i's lock: the plan's, with the client's own
-// lease when ClientTTL gives one (the other durations stay the plan's).
+// lease when ClientTTL gives one (the other durations stay the plan's) and
+// its own token when Tokens gives one.
 func (p Plan) clientLockSpec(i int) variants.Spec {
 	s := p.lockSpec()
 	if i < len(p.Lock.ClientTTL) {
 		s.TTL = p.span(p.Lock.ClientTTL[i])
+	}
+	if i < len(p.Lock.Tokens) {
+		s.Token = p.Lock.Tokens[i]
 	}
 	return s
 }

@@ -139,6 +139,14 @@ func (l LockPlan) validate(p Plan) error {
 	if n := len(l.ClientTTL); n > 0 && n != p.Workload.Clients {
 		return field.Errorf("client_ttl", "%v lists %d leases for %d clients", field.Self, n, p.Workload.Clients)
 	}
+	if n := len(l.Tokens); n > 0 && n != p.Workload.Clients {
+		return field.Errorf("tokens", "%v lists %d tokens for %d clients", field.Self, n, p.Workload.Clients)
+	}
+	for i, t := range l.Tokens {
+		if t == "" {
+			return field.Errorf(fmt.Sprintf("tokens[%d]", i), "%v is empty: a client's token is the value it owns the key by", field.Self)
+		}
+	}
 	for i, t := range l.ClientTTL {
 		if d := p.span(t); d < time.Millisecond {
 			return field.Errorf(fmt.Sprintf("client_ttl[%d]", i), "%v %q must be at least 1ms", field.Self, t)

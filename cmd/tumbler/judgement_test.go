@@ -234,10 +234,12 @@ func TestOneJudgement(t *testing.T) {
 	})
 
 	t.Run("idle fault", func(t *testing.T) {
+		// A step the run knows (the workload's before a count-down) that a
+		// fenced-write workload never reaches: the fault stays idle.
 		row := validRow(t, "judge-idle", "3s")
 		row.Plan.Faults = []nemesis.Step{{
 			At: mustSpan(t, "0.5s"), Fault: nemesis.StepPause, Clients: []int{0},
-			StepParams: nemesis.StepParams{LockStep: "between-get-and-del", Pause: mustSpan(t, "1ttl")}, For: mustSpan(t, "1.5s"),
+			StepParams: nemesis.StepParams{LockStep: workloads.StepBeforeCountDown, Pause: mustSpan(t, "1ttl")}, For: mustSpan(t, "1.5s"),
 		}}
 		if _, err := scenarios.Parse(mustJSON(t, row), "row"); err != nil {
 			t.Fatal(err)

@@ -135,7 +135,7 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 		{[]string{"--lock", "client:redis-py", "--client-option", "sleep=0.1", "--client-option", "zz=1", "--client-option", "bogus=1"}, false,
 			[]string{`client redis-py has no options "bogus", "zz"`}},
 		{[]string{"--lock", "client:reference", "--client-option", "bogus=1"}, false,
-			[]string{`--client-option: client reference takes no options (given "bogus")`}},
+			[]string{`--client-option: client reference takes no options (given "bogus"; its manifest: clients/reference/client.json)`}},
 		// An explicit zero is no request for the default.
 		{[]string{"--clients", "0"}, false, []string{"--clients: 0: want 1 to 10000 clients (omit it for 4)"}},
 		{[]string{"--ttl", "0s"}, false, []string{"--ttl: 0: want at least 1ms (omit it for 1s)"}},

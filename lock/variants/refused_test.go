@@ -22,14 +22,6 @@ import (
 // nothing was written), and a release of a lease taken before is an
 // error, never "released", for the key is still there.
 func TestRefusedWritesFailEveryVariant(t *testing.T) {
-	servers := redistest.Start(t, 3)
-	addrs := redistest.Addrs(servers)
-	clients := locktest.Clients(t, addrs)
-	admins := make([]*redis.Client, len(addrs))
-	for i, a := range addrs {
-		admins[i] = redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1, ReadTimeout: 2 * time.Second, DisableIdentity: true, Protocol: 2})
-		t.Cleanup(func() { _ = admins[i].Close() })
-	}
 	specs := []Spec{{Options: Options{Variant: "watchdog", Inner: "redlock"}, TTL: 5 * time.Second}}
 	for _, n := range BuiltHere() {
 		s := Spec{Options: Options{Variant: n}, TTL: 5 * time.Second}
@@ -39,6 +31,18 @@ func TestRefusedWritesFailEveryVariant(t *testing.T) {
 		specs = append(specs, s)
 	}
 	for _, r := range cluster.Refusals {
+		// Servers of its own for each refusal: a library that keeps state
+		// per server address across locks — go-zero's circuit breaker,
+		// opened by one refusal's errors — meets the next refusal as
+		// production meets it, on a server it has no history with.
+		servers := redistest.Start(t, 3)
+		addrs := redistest.Addrs(servers)
+		clients := locktest.Clients(t, addrs)
+		admins := make([]*redis.Client, len(addrs))
+		for i, a := range addrs {
+			admins[i] = redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1, ReadTimeout: 2 * time.Second, DisableIdentity: true, Protocol: 2})
+			t.Cleanup(func() { _ = admins[i].Close() })
+		}
 		for _, s := range specs {
 			t.Run(fmt.Sprintf("%s/%s/%s", r, s.Variant, s.Inner), func(t *testing.T) {
 				key := fmt.Sprintf("refused:%s:%s:%s", r, s.Variant, s.Inner)

@@ -50,6 +50,12 @@ type Options struct {
 	// library, in any language, driven over the lock client protocol
 	// (clients/PROTOCOL.md).
 	Client *protocol.Program `json:"client,omitempty"`
+	// Tokens are the owner values the clients choose, by client number,
+	// for a lock whose caller chooses its own (redislock-token, as
+	// bsm/redislock's Options.Token): client i passes Tokens[i] to every
+	// acquire. Unset, each client draws a random one. A client's Spec
+	// carries its own as Token.
+	Tokens []string `json:"tokens,omitempty"`
 	// RedisRetries is how many times the lock's Redis clients send a
 	// command again after a network error or a timeout: go-redis's
 	// MaxRetries, whose default users keep is 3 (and so redsync's and
@@ -80,6 +86,9 @@ func (o Options) Resolve(ttl time.Duration) Options {
 type Spec struct {
 	Options
 	TTL time.Duration `json:"ttl"`
+	// Token is this client's own owner value (Options.Tokens[i]; not a
+	// plan field: the run sets it per client), "" for a random one.
+	Token string `json:"token,omitempty"`
 	// DriftFixed overrides the fixed part of the clock-drift allowance
 	// when set (not a plan field: plans set drift_factor only).
 	DriftFixed *time.Duration `json:"drift_fixed,omitempty"`

@@ -91,6 +91,8 @@ const (
 	OptSetNXOnExtend = "setnx_on_extend"
 	// OptThreadWaitTime: the fair lock's threadWaitTime.
 	OptThreadWaitTime = "thread_wait_time"
+	// OptTokens: each client's own owner value (redislock-token).
+	OptTokens = "tokens"
 )
 
 // setting is a setting only some variants take.
@@ -104,6 +106,7 @@ var specificSettings = []setting{
 	{OptWaitReplicas, func(o Options) bool { return o.WaitReplicas > 0 }},
 	{OptSetNXOnExtend, func(o Options) bool { return o.SetNXOnExtend }},
 	{OptThreadWaitTime, func(o Options) bool { return !o.ThreadWaitTime.IsZero() }},
+	{OptTokens, func(o Options) bool { return len(o.Tokens) > 0 }},
 }
 
 // granted is the step every production variant and adapter reports.
@@ -169,9 +172,12 @@ var builtins = []entry{
 		build: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
 			return adapters.NewRedislock(c[0], key, s.TTL, o...)
 		}},
-	{info: Info{Name: "redislock-token", Traits: lock.Traits{Steps: granted}, Doc: "adapter: bsm/redislock with a caller-chosen token (Options.Token), one per client, reused for every Obtain: an Obtain that finds its token's prefix on the key re-obtains it"},
+	{info: Info{Name: "redislock-token", Traits: lock.Traits{Servers: lock.Servers{Accepts: []string{OptTokens}}, Steps: granted}, Doc: "adapter: bsm/redislock with a caller-chosen token (Options.Token), one per client (lock.tokens, or a random one), reused for every Obtain: an Obtain that finds its token's prefix on the key re-obtains it"},
 		build: func(s Spec, c []redis.UniversalClient, key string, o []lock.Option) (lock.Locker, error) {
-			token := lock.RandomValue() // drawn once: this client's token for every Obtain
+			token := s.Token
+			if token == "" {
+				token = lock.RandomValue() // drawn once: this client's token for every Obtain
+			}
 			return adapters.NewRedislock(c[0], key, s.TTL, append(o, lock.WithValue(func() string { return token }))...)
 		}},
 	// Reentrant: go-zero's documentation says its RedisLock is reentrant

@@ -355,7 +355,7 @@ func TestRegisterDeclaresTraits(t *testing.T) {
 		want string
 	}{
 		{Info{Name: name + "-w", Wraps: true}, "cannot declare Wraps"},
-		{Info{Name: name + "-a", Traits: lock.Traits{Servers: lock.Servers{Accepts: []string{"wait_replica"}}}}, `Accepts "wait_replica", which is no setting only some variants take (wait_replicas, setnx_on_extend, thread_wait_time)`},
+		{Info{Name: name + "-a", Traits: lock.Traits{Servers: lock.Servers{Accepts: []string{"wait_replica"}}}}, `Accepts "wait_replica", which is no setting only some variants take (wait_replicas, setnx_on_extend, thread_wait_time, tokens)`},
 	} {
 		if err := Register(c.info, noBuild); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Register(%+v) = %v, want %q", c.info, err, c.want)
@@ -370,5 +370,58 @@ func TestEveryKindHasAVariant(t *testing.T) {
 		if len(With(func(i Info) bool { return i.Kind.Or() == k && !i.Program })) == 0 {
 			t.Errorf("kind %s: no variant builds it", k)
 		}
+	}
+}
+
+// TestClientTokens: a client's own token (Spec.Token, from the plan's
+// lock.tokens) is the value redislock-token owns the key by; without one
+// each client draws its own. Two clients whose chosen tokens are worker-10
+// and worker-1 are both granted the key (bsm/redislock's prefix rule,
+// docs/analyses/bsm-redislock.md): the option reaches the library.
+func TestClientTokens(t *testing.T) {
+	servers := redistest.Start(t, 1)
+	clients := locktest.Clients(t, redistest.Addrs(servers))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	spec := func(token string) Spec {
+		return Spec{Options: Options{Variant: "redislock-token", Tokens: []string{"worker-10", "worker-1"}}, TTL: 5 * time.Second, Token: token}
+	}
+	a, err := Build(spec("worker-10"), clients, "variants:tokens")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Build(spec("worker-1"), clients, "variants:tokens")
+	if err != nil {
+		t.Fatal(err)
+	}
+	la, err := a.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(la.Value, "worker-10") {
+		t.Errorf("the holder's value %q is not its own token", la.Value)
+	}
+	lb, err := b.Acquire(ctx)
+	if err != nil {
+		t.Fatalf("worker-1 was refused the lock worker-10 holds (%v): the prefix rule did not apply, or the token did not reach the library", err)
+	}
+	if !strings.HasPrefix(lb.Value, "worker-1") {
+		t.Errorf("the second holder's value %q", lb.Value)
+	}
+	// Without a token of its own each client draws one: no prefix, no
+	// second grant.
+	c, err := Build(spec(""), clients, "variants:tokens-random")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Build(spec(""), clients, "variants:tokens-random")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Acquire(ctx); !errors.Is(err, lock.ErrNotObtained) {
+		t.Errorf("a second random token was granted a held lock: %v", err)
 	}
 }
