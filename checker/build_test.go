@@ -63,8 +63,8 @@ func single(proc int, f, key string, at float64) part {
 	return part{{Process: history.Process(proc), Client: proc, Type: history.Info, F: f, Key: key, Time: ns(at)}}
 }
 
-func fault(id, kind, desc string, start, stop float64) part {
-	f := &history.Fault{ID: id, Kind: kind, Desc: desc}
+func fault(id, kind, desc string, start, stop float64, traits ...history.Trait) part {
+	f := &history.Fault{ID: id, Kind: kind, Desc: desc, Traits: traits}
 	p := part{{Process: history.NemesisProcess, Type: history.Info, F: history.Start, Time: ns(start), Fault: f}}
 	if stop >= 0 {
 		p = append(p, history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.Stop, Time: ns(stop), Fault: f})

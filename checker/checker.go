@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/tumbler-dev/tumbler/history"
 )
 
 // Verdict is the outcome of a check.
@@ -238,8 +240,8 @@ type FaultWindow struct {
 	// Skipped: the nemesis recorded the fault as never taking effect (its
 	// target or triggering event did not come).
 	Skipped bool `json:"skipped,omitempty"`
-	// Arms: the fault arms a lock step (history.Fault.Arms).
-	Arms bool `json:"arms,omitempty"`
+	// Traits are what the fault does (history.Fault.Traits).
+	Traits history.TraitSet `json:"traits,omitempty"`
 	// Fired counts the pauses and crashes of its target clients that began
 	// while it was active: for a fault that arms a lock step, how often the
 	// step was reached (0 means the armed client never got there).
@@ -253,7 +255,7 @@ func (f FaultWindow) Idle() string {
 	switch {
 	case f.Skipped:
 		return "skipped: it never took effect"
-	case f.Arms && f.Fired == 0:
+	case f.Traits.Has(history.ArmsStep) && f.Fired == 0:
 		return "no client reached the armed step"
 	}
 	return ""

@@ -235,9 +235,9 @@ func TestPauseOutlastingItsFault(t *testing.T) {
 // often an armed step was reached (a crash counts as well as a pause).
 func TestFaultWindowSkippedAndFired(t *testing.T) {
 	armed := fault("f1", "step-pause", "arm client 0", 500, 2000)
-	armed[0].Fault.Targets, armed[0].Fault.Arms = []string{"client:0"}, true
+	armed[0].Fault.Targets, armed[0].Fault.Traits = []string{"client:0"}, h.TraitSet{h.StopsClient, h.ArmsStep}
 	crash := fault("f2", "step-crash", "arm client 1", 500, 2000)
-	crash[0].Fault.Targets, crash[0].Fault.Arms = []string{"client:1"}, true
+	crash[0].Fault.Targets, crash[0].Fault.Traits = []string{"client:1"}, h.TraitSet{h.CrashesClient, h.ArmsStep}
 	skipped := fault("f3", "restart", "restart n1 empty", 2500, 2500)
 	skipped[0].Type, skipped[1].Type = h.Fail, h.Fail
 	ops := build(

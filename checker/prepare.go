@@ -336,7 +336,7 @@ func FaultWindows(ops []history.Op) []FaultWindow {
 		if len(o.Fault.Targets) > 0 {
 			fw.Targets = o.Fault.Targets
 		}
-		fw.Arms = fw.Arms || o.Fault.Arms
+		fw.Traits = fw.Traits.With(o.Fault.Traits...)
 		if o.F == history.Start && o.Time < fw.Start {
 			fw.Start, fw.StartOp = o.Time, o.Index
 			fw.Skipped = o.Type == history.Fail

@@ -8,13 +8,13 @@ import (
 	"github.com/tumbler-dev/tumbler/history"
 )
 
-// unsettlingKinds are the faults after whose start the refusals checker
-// judges no refusal: those that move or pace a node's clock (and so a
-// key's expiry against the harness's clock), and those that can bring a
-// deleted key back — a failover, a restart from a log older than a
-// release's DEL, or a partition or pause that Sentinel may answer with a
-// failover.
-var unsettlingKinds = []string{"clock", "drift", "failover", "kill", "restart", "partition", "pause"}
+// unsettling are the traits of the faults after whose start the refusals
+// checker judges no refusal: those that move or pace a node's clock (and
+// so a key's expiry against the harness's clock), and those that can bring
+// a deleted key back — a failover, a restart from a log older than a
+// release's DEL, or a node stopped or cut off, which Sentinel may answer
+// with a failover.
+var unsettling = []history.Trait{history.MovesNodeClock, history.PromotesReplica, history.StopsNode, history.IsolatesNode}
 
 // refusalSlack is what a key may outlive its last SET or PEXPIRE's reply
 // by, beyond the TTL, on the harness's clock: the server counts the TTL
@@ -35,12 +35,12 @@ func refusalSlack(ttl int64) int64 { return ttl/100 + 5e6 }
 // after its lost reply is refused by its own key). Failed acquires not
 // marked held (no quorum, a refused write, validity run out) promise
 // nothing about other owners and are not judged, nor are refusals after
-// a fault that unsettles the keys (unsettlingKinds).
+// a fault that unsettles the keys (unsettling).
 func checkRefusals(p *prepared, _ *Result, r *report) {
 	ttl := int64(p.cfg.TTL)
 	unsettled := int64(-1)
 	for _, f := range p.faults {
-		if slices.Contains(unsettlingKinds, f.Kind) && !f.Skipped && (unsettled < 0 || f.Start < unsettled) {
+		if f.Traits.Has(unsettling...) && !f.Skipped && (unsettled < 0 || f.Start < unsettled) {
 			unsettled = f.Start
 		}
 	}

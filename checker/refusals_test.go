@@ -65,17 +65,25 @@ func TestRefusals(t *testing.T) {
 			acq(1, "k", 0, 900, h.Fail, held()), acq(2, "k", 100, 950, h.Fail, held()), acq(3, "k", 200, 960, h.Fail, held()),
 		), 3, 3},
 		{"not judged once a node's clock moved", build(
-			fault("f1", "clock", "move n1's clock", 50, 80),
+			fault("f1", "clock", "move n1's clock", 50, 80, h.TouchesNode, h.MovesNodeClock),
 			acq(1, "k", 0, 10, h.OK, vu(1000)), rel(1, "k", 300, 301, h.OK), acq(2, "k", 500, 600, h.Fail, held()),
 		), 0, 0},
 		{"not judged once a failover may have brought a deleted key back", build(
 			acq(1, "k", 0, 10, h.OK, vu(1000)), rel(1, "k", 300, 301, h.OK),
-			fault("f1", "failover", "fail n1 over", 350, 400), acq(2, "k", 500, 600, h.Fail, held()),
+			fault("f1", "failover", "fail n1 over", 350, 400, h.PromotesReplica), acq(2, "k", 500, 600, h.Fail, held()),
 		), 0, 0},
+		{"a fault is known by its traits, not its kind's name: a node stopped unsettles", build(
+			acq(1, "k", 0, 10, h.OK, vu(1000)), rel(1, "k", 300, 301, h.OK),
+			fault("f1", "meteor", "a node stopped by a kind tumbler does not know", 350, 400, h.StopsNode), acq(2, "k", 500, 600, h.Fail, held()),
+		), 0, 0},
+		{"a kill recorded without its traits is a fault that unsettles nothing", build(
+			acq(1, "k", 0, 10, h.OK, vu(1000)), rel(1, "k", 300, 301, h.OK),
+			fault("f1", "kill", "kill n1", 350, 400), acq(2, "k", 500, 600, h.Fail, held()),
+		), 1, 1},
 		{"judged before such a fault and under reply loss", build(
-			fault("f0", "reply-loss", "lose n1's replies", 0, 700),
+			fault("f0", "reply-loss", "lose n1's replies", 0, 700, h.TouchesNode, h.LosesReplies),
 			acq(1, "k", 0, 10, h.OK, vu(1000)), rel(1, "k", 300, 301, h.OK), acq(2, "k", 500, 600, h.Fail, held()),
-			fault("f1", "failover", "fail n1 over", 650, 900),
+			fault("f1", "failover", "fail n1 over", 650, 900, h.PromotesReplica),
 		), 1, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,15 +1,19 @@
 package coverage
 
 import (
+	"math"
 	"slices"
 	"time"
+
+	"github.com/tumbler-dev/tumbler/history"
 )
 
 // Shape is what a planned fault step looks like to the windows, before it
 // runs: what a guided hunt weighs schedules by (hunt's guide). It is a
 // prediction; a run's coverage is judged from what happened (Judge).
 type Shape struct {
-	Kind string
+	// Traits are the step's kind's (nemesis.Kind.Traits).
+	Traits history.TraitSet
 	// Lease: the step aims at a node of the lease (selector "lease" or
 	// "primary"); Nodes are the nodes it names.
 	Lease bool
@@ -21,38 +25,57 @@ type Shape struct {
 	Acquiring bool
 	// Empty: the nodes come back without their data.
 	Empty bool
-	// Offset is the clock offset it sets; Stop how long it stops or cuts
-	// its clients (a pause, or the fault's length).
+	// Offset is how far it steps a clock (negative: behind), Rate the pace
+	// a drift runs it at; Stop how long it stops or cuts its clients (a
+	// pause, or the fault's length); Delay how long it delays each reply
+	// (a latency).
 	Offset time.Duration
+	Rate   float64
 	Stop   time.Duration
+	Delay  time.Duration
 	// Cut is how many nodes a partition cuts from the clients.
 	Cut int
 	// CutReplication: it cuts replication.
 	CutReplication bool
 }
 
-// Aims reports whether a step of shape sh aims at the window under s.
+// Aims reports whether a step of shape sh aims at the window under s: it
+// has one of the window's traits, and the magnitudes the window needs.
 func (w Window) Aims(sh Shape, s Setup) bool {
+	if !sh.Traits.Has(w.Traits...) {
+		return false
+	}
 	onLease := sh.Lease || len(sh.Nodes) > 0 && overlaps(sh.Nodes, s.LeaseNodes)
 	switch w.Name {
 	case LeaseNodeFault:
-		return slices.Contains(nodeKinds, sh.Kind) && onLease
+		return onLease
 	case BareMajority:
-		return sh.Kind == "partition" && sh.Cut > 0 && sh.Cut == len(s.Nodes)-(len(s.Nodes)/2+1)
+		return sh.Cut > 0 && sh.Cut == len(s.Nodes)-(len(s.Nodes)/2+1)
 	case RestartEmpty:
-		return slices.Contains(startKinds, sh.Kind) && sh.Empty && onLease
+		return sh.Empty && onLease
 	case ClockPastValidity:
-		return slices.Contains(clockKinds, sh.Kind) && sh.Offset > s.Validity && onLease
+		// A step past the validity, or a drift whose keys live TTL/rate,
+		// less than the validity.
+		return onLease && (sh.Offset > s.Validity || sh.Rate*float64(s.Validity) > float64(s.TTL))
 	case HolderStopped:
-		return slices.Contains(stopKinds, sh.Kind) && sh.Holder && sh.Stop > s.Validity
+		return sh.Holder && sh.Stop > s.Validity
 	case AcquireStalled:
-		return slices.Contains(stallKinds, sh.Kind) && sh.Acquiring && sh.Stop > s.Validity
+		return sh.Acquiring && sh.Stop > s.Validity
+	case LateGrant:
+		// A reply delayed both ways by half the validity each.
+		return sh.Delay > s.Validity/2
 	case PromotedLackingKey:
-		return sh.Kind == "failover" && sh.CutReplication
+		return sh.CutReplication
 	case LateRenewal:
-		return slices.Contains(renewKinds, sh.Kind) && (sh.Holder || onLease) && sh.Stop > s.Validity/2
+		return (sh.Holder || onLease) && sh.Stop > s.Validity/2
 	case LostAcquireReply:
-		return slices.Contains(replyKinds, sh.Kind)
+		return true
+	case ClientClockMoved:
+		// A client's clock stepped either way, or drifted over the fault's
+		// length, by more than the validity: the holder's, or another's
+		// while someone holds.
+		drift := time.Duration(math.Abs(sh.Rate-1) * float64(sh.Stop))
+		return max(sh.Offset, -sh.Offset) > s.Validity || sh.Rate != 0 && drift > s.Validity
 	}
 	return false
 }

@@ -7,8 +7,14 @@
 //
 // A window is judged from the history and the faults as they ran: the
 // nemesis's start and stop records with what it saw as it applied each
-// fault (history.Fault's Lease, Empty, Offset, CutReplication), never from
-// the plan. A run writes its coverage to coverage.json beside its report
+// fault (history.Fault's Lease, Empty, Offset, Rate, CutReplication),
+// never from the plan. A fault is known by its traits (history.Fault's
+// Traits: what it does, as its kind declares it), never by its kind's
+// name: each window lists the traits that reach it (Window.Traits), so a
+// new fault kind reaches every window whose traits it declares. A window
+// is generic (Window.Generic) when an anomaly that follows it is the limit
+// of any lock without fencing or a validity its holder checks, not news
+// about the lock; Run.Followed says which windows an anomaly followed. A run writes its coverage to coverage.json beside its report
 // (Run); a hunt adds its attempts' up (Tally) and says, when it found
 // nothing, how often each window was reached.
 //
@@ -18,7 +24,6 @@
 package coverage
 
 import (
-	"fmt"
 	"slices"
 	"time"
 
@@ -53,9 +58,10 @@ type Setup struct {
 	// Renews: the lock renews its leases in the background, or the
 	// workload extends them.
 	Renews bool
-	// Kinds are the fault kinds the run or the hunt draws from; a window
-	// none of them can reach is out of reach. Empty: any.
-	Kinds []string
+	// Traits are those of the fault kinds the run or the hunt draws from
+	// (the runner asks each kind, nemesis.Kind.Traits); a window none of
+	// them can reach is out of reach. Empty: any.
+	Traits history.TraitSet
 }
 
 // Window is one dangerous window.
@@ -73,8 +79,9 @@ type Window struct {
 	// campaign sets finds that followed only generic windows apart from
 	// its candidates.
 	Generic bool
-	// Kinds are the fault kinds that can reach it.
-	Kinds []string
+	// Traits are those of the faults that can reach it (any one of them):
+	// its judgement reads a fault's traits, never its kind's name.
+	Traits history.TraitSet
 	// applies says why the window does not apply to a setup, "" when it
 	// does.
 	applies func(Setup) string
@@ -85,18 +92,13 @@ type Window struct {
 // Applies says why w does not apply to s, "" when it does.
 func (w Window) Applies(s Setup) string { return w.applies(s) }
 
-// OutOfReach says why none of kinds can reach w, "" when one can or kinds
-// is empty.
-func (w Window) OutOfReach(kinds []string) string {
-	if len(kinds) == 0 {
+// OutOfReach says why no fault with traits can reach w, "" when one can
+// or traits is empty (any fault may be drawn).
+func (w Window) OutOfReach(traits history.TraitSet) string {
+	if len(traits) == 0 || traits.Has(w.Traits...) {
 		return ""
 	}
-	for _, k := range kinds {
-		if slices.Contains(w.Kinds, k) {
-			return ""
-		}
-	}
-	return fmt.Sprintf("needs a fault of %v", w.Kinds)
+	return "needs a fault that " + w.Traits.Or()
 }
 
 // Reach is one time a run was in a window.
@@ -117,7 +119,7 @@ type Heading struct {
 	Label  string `json:"label"`
 	Reason string `json:"reason"`
 	// NotApplicable says why the window does not apply to the run's lock
-	// and topology; OutOfReach why none of its fault kinds can reach it.
+	// and topology; OutOfReach why none of the faults drawn can reach it.
 	// Either makes it not count (Counts).
 	NotApplicable string `json:"not_applicable,omitempty"`
 	OutOfReach    string `json:"out_of_reach,omitempty"`
@@ -130,7 +132,7 @@ func (h Heading) Counts() bool { return h.NotApplicable == "" && h.OutOfReach ==
 // heading is w's Heading under setup s.
 func (w Window) heading(s Setup) Heading {
 	return Heading{Name: w.Name, Label: w.Label, Reason: w.Reason,
-		NotApplicable: w.Applies(s), OutOfReach: w.OutOfReach(s.Kinds)}
+		NotApplicable: w.Applies(s), OutOfReach: w.OutOfReach(s.Traits)}
 }
 
 // Result is one window's coverage in a run.

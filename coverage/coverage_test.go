@@ -33,8 +33,12 @@ func (h *hist) hold(c int, from, vu, to int64) {
 	}
 }
 
-// fault: a fault that ran from start to stop.
+// fault: a fault that ran from start to stop. Without traits it has its
+// kind's, as the nemesis records them.
 func (h *hist) fault(f history.Fault, start, stop int64) {
+	if f.Traits == nil {
+		f.Traits = nemesis.Kind(f.Kind).Traits()
+	}
 	g := f
 	h.add(history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.Start, Fault: &f, Time: start * ms})
 	h.add(history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.Stop, Fault: &g, Time: stop * ms})
@@ -307,7 +311,7 @@ func TestAnomalyFollowed(t *testing.T) {
 // are not.
 func TestGenericWindows(t *testing.T) {
 	for _, w := range Windows() {
-		want := w.Name == HolderStopped || w.Name == AcquireStalled
+		want := w.Name == HolderStopped || w.Name == AcquireStalled || w.Name == LateGrant
 		if w.Generic != want || IsGeneric(w.Name) != want {
 			t.Errorf("%s: generic %v, want %v", w.Name, w.Generic, want)
 		}
@@ -332,7 +336,7 @@ func TestApplicability(t *testing.T) {
 		t.Errorf("a quorum of one node: bare majority must not apply")
 	}
 	s = five()
-	s.Kinds = []string{"partition"}
+	s.Traits = nemesis.Partition.Traits()
 	r = Judge(Input{Setup: s})
 	if w, _ := r.Get(RestartEmpty); w.OutOfReach == "" {
 		t.Errorf("restart-empty with partitions only: want out of reach")
@@ -344,7 +348,7 @@ func TestApplicability(t *testing.T) {
 
 func TestTally(t *testing.T) {
 	s := one
-	s.Kinds = []string{"restart"}
+	s.Traits = nemesis.Restart.Traits()
 	tl := NewTally(s)
 	if tl.CoveredK(1) {
 		t.Fatal("covered before any run")
@@ -369,7 +373,10 @@ func TestTally(t *testing.T) {
 	}
 }
 
-func TestWindowKindsAreFaultKinds(t *testing.T) {
+// TestWindowTraitsAreDeclared: every window is reached by traits, each a
+// trait, and a fault kind declares one of them — a window no kind can
+// reach, or a trait renamed on one side only, fails here.
+func TestWindowTraitsAreDeclared(t *testing.T) {
 	names := map[string]bool{}
 	for _, w := range Windows() {
 		if names[w.Name] {
@@ -379,21 +386,61 @@ func TestWindowKindsAreFaultKinds(t *testing.T) {
 		if w.Label == "" || w.Reason == "" || strings.Contains(w.Reason, "\n") {
 			t.Errorf("window %s: want a label and a one-line reason", w.Name)
 		}
-		for _, k := range w.Kinds {
-			if _, err := nemesis.ParseKind(k); err != nil {
-				t.Errorf("window %s: %v", w.Name, err)
+		if len(w.Traits) == 0 {
+			t.Errorf("window %s: reached by no trait", w.Name)
+		}
+		for _, tr := range w.Traits {
+			if !tr.Valid() {
+				t.Errorf("window %s: %q is no trait", w.Name, tr)
 			}
 		}
+		if len(nemesis.KindsWith(w.Traits...)) == 0 {
+			t.Errorf("window %s: no fault kind declares %s", w.Name, w.Traits.Or())
+		}
+	}
+}
+
+// TestFaultsKnownByTheirTraits: the windows read what a fault does from
+// its traits, whatever its kind is called: a kind tumbler does not know
+// that restarts a node reaches restart-empty, and a restart recorded
+// without traits reaches nothing (a history written before traits were
+// recorded gets its kinds' from the runner as it is read).
+func TestFaultsKnownByTheirTraits(t *testing.T) {
+	h := &hist{}
+	h.hold(0, 100, 1000, 650)
+	h.fault(history.Fault{ID: "f0", Kind: "meteor", Traits: history.TraitSet{history.TouchesNode, history.RestartsNode},
+		Targets: []string{"n1"}, Empty: true}, 300, 500)
+	r := judge(t, one, h)
+	for _, name := range []string{RestartEmpty, LeaseNodeFault} {
+		if w := reached(t, r, name); w.Reached != 1 {
+			t.Errorf("a meteor that restarts n1 empty: %s reached %d times", name, w.Reached)
+		}
+	}
+	h = &hist{}
+	h.hold(0, 100, 1000, 650)
+	h.fault(history.Fault{ID: "f0", Kind: "restart", Traits: history.TraitSet{}, Targets: []string{"n1"}, Empty: true}, 300, 500)
+	r = judge(t, one, h)
+	for _, w := range r.Windows {
+		if w.Reached != 0 {
+			t.Errorf("a restart recorded without traits reached %s: %+v", w.Name, w)
+		}
+	}
+	s := one
+	s.Traits = history.TraitSet{history.RestartsNode}
+	if w, _ := Judge(Input{Setup: s}).Get(HolderStopped); w.OutOfReach != "needs a fault that stops-client or isolates-client" {
+		t.Errorf("holder-stopped with restarts only: %q", w.OutOfReach)
 	}
 }
 
 func TestWeightPrefersWindowsReachedLeast(t *testing.T) {
 	s := five()
-	s.Kinds = []string{"partition", "restart", "clock"}
+	for _, k := range []nemesis.Kind{nemesis.Partition, nemesis.Restart, nemesis.Clock} {
+		s.Traits = s.Traits.With(k.Traits()...)
+	}
 	tl := NewTally(s)
-	restartEmpty := []Shape{{Kind: "restart", Lease: true, Empty: true}}
-	keep := []Shape{{Kind: "restart", Lease: true}}
-	random := []Shape{{Kind: "clock", Nodes: []string{"n9"}, Offset: time.Second}}
+	restartEmpty := []Shape{{Traits: nemesis.Restart.Traits(), Lease: true, Empty: true}}
+	keep := []Shape{{Traits: nemesis.Restart.Traits(), Lease: true}}
+	random := []Shape{{Traits: nemesis.Clock.Traits(), Nodes: []string{"n9"}, Offset: time.Second}}
 	// Nothing reached yet: an empty restart of the lease aims at two
 	// windows, one with persistence at one, a clock off the lease at none.
 	if a, b, c := tl.Weight(restartEmpty, s), tl.Weight(keep, s), tl.Weight(random, s); !(a > b && b > c) {
@@ -412,8 +459,8 @@ func TestWeightPrefersWindowsReachedLeast(t *testing.T) {
 	if after := tl.Weight(restartEmpty, s); after >= before {
 		t.Fatalf("weight %v after 5 reaches, %v before", after, before)
 	}
-	cut := Shape{Kind: "partition", Cut: 2}
-	if w, _ := Lookup(BareMajority); !w.Aims(cut, s) || w.Aims(Shape{Kind: "partition", Cut: 3}, s) {
+	cut := Shape{Traits: nemesis.Partition.Traits(), Cut: 2}
+	if w, _ := Lookup(BareMajority); !w.Aims(cut, s) || w.Aims(Shape{Traits: nemesis.Partition.Traits(), Cut: 3}, s) {
 		t.Errorf("a cut of 2 of 5 aims at a bare majority, of 3 does not")
 	}
 }
@@ -442,7 +489,7 @@ func TestAcquireStalled(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := &hist{}
-			h.fault(history.Fault{ID: "f0", Kind: "step-pause", Targets: []string{"client:0"}}, c.start, c.stop)
+			h.fault(history.Fault{ID: "f0", Kind: "client-pause", Targets: []string{"client:0"}}, c.start, c.stop)
 			h.add(history.Op{Process: 0, Client: 0, Type: history.Invoke, F: history.Acquire, Key: "tumbler:0", Time: 100 * ms})
 			h.add(history.Op{Process: 0, Client: 0, Type: history.OK, F: history.Acquire, Key: "tumbler:0", Value: "v", ValidUntil: 1000 * ms, Time: (c.stop + 5) * ms})
 			if w := reached(t, judge(t, one, h), AcquireStalled); w.Reached != c.want {
@@ -451,7 +498,134 @@ func TestAcquireStalled(t *testing.T) {
 		})
 	}
 	w, _ := Lookup(AcquireStalled)
-	if !w.Aims(Shape{Kind: "step-pause", Acquiring: true, Stop: 2 * time.Second}, one) || w.Aims(Shape{Kind: "step-pause", Stop: 2 * time.Second}, one) {
+	pause := nemesis.StepPause.Traits()
+	if !w.Aims(Shape{Traits: pause, Acquiring: true, Stop: 2 * time.Second}, one) || w.Aims(Shape{Traits: pause, Stop: 2 * time.Second}, one) {
 		t.Error("a long pause armed inside the acquire aims at the window; one at another step does not")
+	}
+}
+
+// grant adds client c's acquire invoked at from and granted at at, its
+// validity ending at vu (ms), then released at at+10.
+func (h *hist) grant(c int, from, at, vu int64) {
+	k, v := "tumbler:0", "owner-"+string(rune('a'+c))
+	h.add(history.Op{Process: history.Process(c), Client: c, Type: history.Invoke, F: history.Acquire, Key: k, Time: from * ms})
+	h.add(history.Op{Process: history.Process(c), Client: c, Type: history.OK, F: history.Acquire, Key: k, Value: v, ValidUntil: vu * ms, Time: at * ms})
+	h.add(history.Op{Process: history.Process(c), Client: c, Type: history.Invoke, F: history.Release, Key: k, Value: v, Time: (at + 10) * ms})
+	h.add(history.Op{Process: history.Process(c), Client: c, Type: history.OK, F: history.Release, Key: k, Value: v, Time: (at + 15) * ms})
+}
+
+// TestLateGrant: a grant heard after its validity ended is a late grant,
+// named with the faults of its traits active during the call; one whose
+// client a single stop held past the validity is acquire-stalled's and
+// not counted again; a grant in time, or one without expiry, is not late.
+func TestLateGrant(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		fault      history.Fault
+		at, vu     int64
+		late, stal int
+		faults     []string
+	}{
+		{"a delayed reply", history.Fault{ID: "f0", Kind: "latency", Targets: []string{"n1"}}, 1400, 1000, 1, 0, []string{"f0"}},
+		{"in time", history.Fault{ID: "f0", Kind: "latency", Targets: []string{"n1"}}, 900, 1000, 0, 0, nil},
+		{"stopped past the validity inside it", history.Fault{ID: "f0", Kind: "client-pause", Targets: []string{"client:0"}}, 1400, 1000, 0, 1, nil},
+		{"late with another client paused", history.Fault{ID: "f0", Kind: "client-pause", Targets: []string{"client:1"}}, 1400, 1000, 1, 0, nil},
+		{"no expiry", history.Fault{ID: "f0", Kind: "latency", Targets: []string{"n1"}}, 1400, 1 << 40, 0, 0, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := &hist{}
+			h.fault(c.fault, 105, 1300)
+			h.grant(0, 100, c.at, c.vu)
+			r := judge(t, one, h)
+			late, stalled := reached(t, r, LateGrant), reached(t, r, AcquireStalled)
+			if late.Reached != c.late || stalled.Reached != c.stal {
+				t.Fatalf("late-grant %d, acquire-stalled %d; want %d, %d: %+v", late.Reached, stalled.Reached, c.late, c.stal, late)
+			}
+			if c.late > 0 && (late.First != c.vu*ms || late.Reaches[0].To != c.at*ms || !slices.Equal(late.Reaches[0].Faults, c.faults)) {
+				t.Fatalf("reach %+v: want from the validity's end to the grant, naming %v", late.Reaches[0], c.faults)
+			}
+		})
+	}
+	w, _ := Lookup(LateGrant)
+	if !w.Aims(Shape{Traits: nemesis.Latency.Traits(), Delay: 600 * time.Millisecond}, one) || w.Aims(Shape{Traits: nemesis.Latency.Traits(), Delay: 10 * time.Millisecond}, one) {
+		t.Error("a latency of two thirds of the validity aims at late grants, one of 10 ms does not")
+	}
+}
+
+// TestClientClockMoved: a holder's own clock stepped by more than the
+// validity, either way, while it held — at the fault's start or at its
+// heal —, or drifted that far during the hold; another client's clock that
+// far off while the lease was held; not a small step, nor a holder's
+// step that came and went outside its hold, nor a clock off while nobody
+// held.
+func TestClientClockMoved(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		fault       history.Fault
+		start, stop int64
+		want        int
+		from        int64
+	}{
+		{"stepped behind while held", history.Fault{Offset: int64(-1500 * time.Millisecond)}, 300, 2000, 1, 300},
+		{"stepped ahead while held", history.Fault{Offset: int64(2 * time.Second)}, 300, 2000, 1, 300},
+		{"stepped a little", history.Fault{Offset: int64(500 * time.Millisecond)}, 300, 700, 0, 0},
+		{"stepped back at the heal while held", history.Fault{Offset: int64(-3 * time.Second)}, 50, 400, 1, 400},
+		{"stepped before the hold and back after it", history.Fault{Offset: int64(-3 * time.Second)}, 50, 1500, 0, 0},
+		{"another client's clock while the lease was held", history.Fault{Offset: int64(3 * time.Second), Targets: []string{"client:1"}}, 300, 700, 1, 300},
+		{"another client's clock drifting at 3× while it was held", history.Fault{Rate: 3, Targets: []string{"client:1"}}, 150, 950, 1, 600},
+		{"another client's clock once nobody held", history.Fault{Offset: int64(3 * time.Second), Targets: []string{"client:1"}}, 1250, 1400, 0, 0},
+		{"drifted at 3× for 800 ms while held", history.Fault{Rate: 3}, 150, 950, 1, 150 + 450},
+		{"drifted at 1.5× for 800 ms while held", history.Fault{Rate: 1.5}, 150, 950, 0, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := c.fault
+			f.ID, f.Kind = "f0", "client-clock"
+			if f.Rate != 0 {
+				f.Kind = "client-drift"
+			}
+			if f.Targets == nil {
+				f.Targets = []string{"client:0"}
+			}
+			h := &hist{}
+			h.hold(0, 100, 1000, 1200)
+			h.fault(f, c.start, c.stop)
+			w := reached(t, judge(t, one, h), ClientClockMoved)
+			if w.Reached != c.want || c.want > 0 && w.First != c.from*ms {
+				t.Fatalf("reached %d from %d ms, want %d from %d ms: %+v", w.Reached, w.First/ms, c.want, c.from, w)
+			}
+		})
+	}
+	w, _ := Lookup(ClientClockMoved)
+	clk := nemesis.ClientClock.Traits()
+	if !w.Aims(Shape{Traits: clk, Holder: true, Offset: -2 * time.Second}, one) || !w.Aims(Shape{Traits: clk, Offset: 2 * time.Second}, one) ||
+		w.Aims(Shape{Traits: clk, Holder: true, Offset: 500 * time.Millisecond}, one) ||
+		w.Aims(Shape{Traits: nemesis.Clock.Traits(), Holder: true, Offset: -2 * time.Second}, one) {
+		t.Error("a client's clock stepped 2 s either way aims at the window; by 500 ms, or a node's, it does not")
+	}
+}
+
+// TestClockDriftPastValidity: a lease node's clock running fast expires
+// the key before its holder's validity ends when the rate is above
+// TTL/validity (here 1 s / 900 ms ≈ 1.11: the catalog's redlock-drift
+// rows' rule); a slower drift, one behind, and a drift recorded without
+// its rate (a history written before rates were) reach nothing.
+func TestClockDriftPastValidity(t *testing.T) {
+	for _, c := range []struct {
+		rate float64
+		want int
+		from int64 // ms: when the key expired on the node
+	}{{3, 1, 466}, {1.2, 1, 941}, {1.1, 0, 0}, {0.5, 0, 0}, {0, 0, 0}} {
+		h := &hist{}
+		h.hold(0, 100, 1000, 950)
+		h.fault(history.Fault{ID: "f0", Kind: "drift", Targets: []string{"n1"}, Rate: c.rate}, 150, 1500)
+		w := reached(t, judge(t, one, h), ClockPastValidity)
+		if w.Reached != c.want || c.want > 0 && w.First/ms != c.from {
+			t.Errorf("rate %v: reached %d from %d ms, want %d from %d ms (%+v)", c.rate, w.Reached, w.First/ms, c.want, c.from, w)
+		}
+	}
+	w, _ := Lookup(ClockPastValidity)
+	drift := nemesis.ClockDrift.Traits()
+	if !w.Aims(Shape{Traits: drift, Lease: true, Rate: 1.2}, one) || w.Aims(Shape{Traits: drift, Lease: true, Rate: 1.1}, one) || w.Aims(Shape{Traits: drift, Rate: 1.2}, one) {
+		t.Error("a drift of the lease's node at 1.2× aims at the window; at 1.1×, or off the lease, it does not")
 	}
 }

@@ -2,6 +2,7 @@ package coverage
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -115,7 +116,7 @@ func clients(f fault) []int {
 // topology's roles are no longer known from Setup.
 func (v *view) failedOverBefore(t int64) bool {
 	for _, f := range v.faults {
-		if f.Kind == "failover" && f.Start < t {
+		if f.Traits.Has(promoteTraits...) && f.Start < t {
 			return true
 		}
 	}
@@ -126,7 +127,7 @@ func (v *view) failedOverBefore(t int64) bool {
 func (v *view) cutAt(t int64) []string {
 	var out []string
 	for _, f := range v.faults {
-		if f.Kind != "partition" || f.Start > t || f.Stop <= t || len(clients(f)) > 0 {
+		if !f.Traits.Has(cutTraits...) || f.Start > t || f.Stop <= t || len(clients(f)) > 0 {
 			continue
 		}
 		for _, n := range v.nodes(f) {
@@ -191,6 +192,9 @@ func holdText(h checker.Hold) string {
 func (v *view) leaseNodeFaults() []Reach {
 	var out []Reach
 	for _, f := range v.faults {
+		if !f.Traits.Has(nodeTraits...) {
+			continue
+		}
 		h, on, ok := v.onLease(f, nil)
 		if !ok {
 			continue
@@ -205,7 +209,7 @@ func (v *view) restartsEmpty() []Reach {
 	expiry := v.s.TTL - v.s.Validity // what the key outlives the validity by
 	var out []Reach
 	for _, f := range v.faults {
-		if !slices.Contains(startKinds, f.Kind) || !f.seen.Empty || !f.Healed {
+		if !f.Traits.Has(startTraits...) || !f.seen.Empty || !f.Healed {
 			continue
 		}
 		// Down while the lease was held, back before its key expired.
@@ -222,21 +226,62 @@ func (v *view) restartsEmpty() []Reach {
 	return out
 }
 
+// clocksPastValidity: a fault moved the clock of a node of a held lease so
+// that the node expires the key before the holder's validity ends — a
+// step ahead by more than the validity (Fault.Offset: the key is gone at
+// once, whenever in the lease it came), or a drift (Fault.Rate) fast
+// enough that the node's clock gains more than the drift allowance (TTL −
+// validity) before the validity ends: at a rate r from the lease's start
+// the key lives TTL/r, under the validity when r > TTL/validity (the
+// catalog's redlock-drift rows). A clock put behind makes keys outlive
+// their TTL and is not this window.
 func (v *view) clocksPastValidity() []Reach {
+	valid := int64(v.s.Validity)
 	var out []Reach
 	for _, f := range v.faults {
-		if !slices.Contains(clockKinds, f.Kind) || f.seen.Offset <= int64(v.s.Validity) {
+		if !f.Traits.Has(clockTraits...) || f.seen.Offset <= valid && f.seen.Rate <= 1 {
 			continue
 		}
-		h, on, ok := v.onLease(f, nil)
+		if f.seen.Offset > valid {
+			h, on, ok := v.onLease(f, nil)
+			if !ok {
+				continue
+			}
+			out = append(out, Reach{From: max(f.Start, h.Start), To: min(f.Stop, h.End), Faults: []string{f.ID},
+				Note: fmt.Sprintf("%s's clock moved %v (validity %v) while %s was held", nodesList(on),
+					time.Duration(f.seen.Offset), v.s.Validity, holdText(h))})
+			continue
+		}
+		h, on, ok := v.onLease(f, func(h checker.Hold) bool {
+			_, early := v.earlyExpiry(f, h)
+			return early
+		})
 		if !ok {
 			continue
 		}
-		out = append(out, Reach{From: max(f.Start, h.Start), To: min(f.Stop, h.End), Faults: []string{f.ID},
-			Note: fmt.Sprintf("%s's clock moved %v (validity %v) while %s was held", nodesList(on),
-				time.Duration(f.seen.Offset), v.s.Validity, holdText(h))})
+		t, _ := v.earlyExpiry(f, h)
+		out = append(out, Reach{From: t, To: min(h.ValidUntil, h.End), Faults: []string{f.ID},
+			Note: fmt.Sprintf("%s's clock ran at %g× the host's: the key of %s expired on it %v before the holder's validity ended", nodesList(on),
+				f.seen.Rate, holdText(h), time.Duration(h.ValidUntil-t).Round(time.Millisecond))})
 	}
 	return out
+}
+
+// earlyExpiry is when, on the harness's clock, a node whose clock drift f
+// runs fast expires the key of hold h, its lease taken a validity before
+// h's validity end; true when that comes before the validity ends, while
+// the drift runs and the key is held.
+func (v *view) earlyExpiry(f fault, h checker.Hold) (int64, bool) {
+	r := f.seen.Rate
+	if r <= 1 || history.NoExpiry(h.ValidUntil) {
+		return 0, false
+	}
+	s := h.ValidUntil - int64(v.s.Validity) // the lease's start
+	a := max(s, f.Start)                    // the drift's gain starts
+	// (t − s) + (r − 1)(t − a) = TTL: the node's clock reaches the key's
+	// expiry.
+	t := int64((float64(v.s.TTL) + float64(s) + (r-1)*float64(a)) / r)
+	return t, a < t && t < h.ValidUntil && t <= f.Stop && t < h.End
 }
 
 // acquired is when the acquire that began hold h was invoked: its lease
@@ -255,7 +300,7 @@ func (v *view) acquired(h checker.Hold) int64 {
 func (v *view) holdersStopped() []Reach {
 	var out []Reach
 	for _, f := range v.faults {
-		if !slices.Contains(stopKinds, f.Kind) {
+		if !f.Traits.Has(stopTraits...) {
 			continue
 		}
 		cs := clients(f)
@@ -315,7 +360,7 @@ func covered(rs []Reach, t int64) bool {
 func (v *view) cutters(t int64) []string {
 	var out []string
 	for _, f := range v.faults {
-		if f.Kind == "partition" && f.Start <= t && t < f.Stop && len(clients(f)) == 0 && len(v.nodes(f)) > 0 {
+		if f.Traits.Has(cutTraits...) && f.Start <= t && t < f.Stop && len(clients(f)) == 0 && len(v.nodes(f)) > 0 {
 			out = append(out, f.ID)
 		}
 	}
@@ -339,7 +384,7 @@ func writesKey(o history.Op) bool {
 func (v *view) promotionsLackingKey() []Reach {
 	var out []Reach
 	for _, f := range v.faults {
-		if f.Kind != "failover" {
+		if !f.Traits.Has(promoteTraits...) {
 			continue
 		}
 		// The cut replication: the failover's own (from its start, until
@@ -367,7 +412,7 @@ func (v *view) promotionsLackingKey() []Reach {
 // replicationCut is a fault cutting replication at t.
 func (v *view) replicationCut(t int64) (fault, bool) {
 	for _, f := range v.faults {
-		if f.seen.CutReplication && f.Kind != "failover" && f.Start <= t && t <= f.Stop {
+		if f.seen.CutReplication && !f.Traits.Has(promoteTraits...) && f.Start <= t && t <= f.Stop {
 			return f, true
 		}
 	}
@@ -421,7 +466,7 @@ func (v *view) lostAcquireReplies() []Reach {
 			end, how = v.ops[j].Time, "unknown: "+v.ops[j].Error
 		}
 		for _, f := range v.faults {
-			if !slices.Contains(replyKinds, f.Kind) || f.Start > end || f.Stop < o.Time {
+			if !f.Traits.Has(replyTraits...) || f.Start > end || f.Stop < o.Time {
 				continue
 			}
 			if cs := clients(f); len(cs) > 0 && !slices.Contains(cs, o.Client) {
@@ -457,25 +502,191 @@ func (v *view) withFaults(rs []Reach) []Reach {
 func (v *view) acquiresStalled() []Reach {
 	var out []Reach
 	for i, o := range v.ops {
-		j := v.peer[i]
-		if o.IsNemesis() || o.F != history.Acquire || o.Type != history.Invoke || j < 0 || v.ops[j].Type != history.OK {
+		f, ok := v.stalled(i)
+		if !ok {
 			continue
 		}
-		done := v.ops[j].Time
+		done := v.ops[v.peer[i]].Time
+		out = append(out, Reach{From: f.Start, To: done, Faults: []string{f.ID},
+			Note: fmt.Sprintf("client %d stopped by %s inside its acquire on %q, granted %v after it asked", o.Client, f.Kind, o.Key,
+				time.Duration(done-o.Time).Round(time.Millisecond))})
+	}
+	return out
+}
+
+// grant is the position of the ok that completes the acquire invoked at
+// ops[i], -1 when ops[i] is no acquire invoke or it was not granted.
+func (v *view) grant(i int) int {
+	o, j := v.ops[i], v.peer[i]
+	if o.IsNemesis() || o.F != history.Acquire || o.Type != history.Invoke || j < 0 || v.ops[j].Type != history.OK {
+		return -1
+	}
+	return j
+}
+
+// stalled is the fault that stopped the client of the acquire invoked at
+// ops[i] after its request went out and before its grant came back, for
+// longer than a lease is valid: acquire-stalled's rule.
+func (v *view) stalled(i int) (fault, bool) {
+	j := v.grant(i)
+	if j < 0 {
+		return fault{}, false
+	}
+	o, done := v.ops[i], v.ops[j].Time
+	for _, f := range v.faults {
+		if !f.Traits.Has(stallTraits...) || !slices.Contains(clients(f), o.Client) {
+			continue
+		}
+		if f.Start < o.Time || f.Start >= done || f.Effect <= o.Time+int64(v.s.Validity) {
+			continue
+		}
+		return f, true
+	}
+	return fault{}, false
+}
+
+// lateGrants: an acquire granted (ok) whose reply reached its client after
+// the validity the grant carries had ended — the lease ran out before its
+// holder heard of it. A grant acquire-stalled counts (one stop of the
+// client outlasting the validity) is not counted again: the two windows
+// split the late grants by cause. Named are the faults with a trait of
+// the window active during the call (those aimed at clients only when
+// they hit this one).
+func (v *view) lateGrants() []Reach {
+	var out []Reach
+	for i, o := range v.ops {
+		j := v.grant(i)
+		if j < 0 {
+			continue
+		}
+		g := v.ops[j]
+		if g.ValidUntil == 0 || history.NoExpiry(g.ValidUntil) || g.Time <= g.ValidUntil {
+			continue
+		}
+		if _, ok := v.stalled(i); ok {
+			continue
+		}
+		r := Reach{From: g.ValidUntil, To: g.Time,
+			Note: fmt.Sprintf("client %d's acquire on %q was granted %v after its lease's validity ended (asked %v before the grant)",
+				o.Client, o.Key, time.Duration(g.Time-g.ValidUntil).Round(time.Millisecond), time.Duration(g.Time-o.Time).Round(time.Millisecond))}
 		for _, f := range v.faults {
-			if !slices.Contains(stallKinds, f.Kind) || !slices.Contains(clients(f), o.Client) {
+			if !f.Traits.Has(lateTraits...) || f.Start > g.Time || f.Effect < o.Time {
 				continue
 			}
-			// Stopped after the request went out, before the grant came
-			// back, for longer than the lease was valid.
-			if f.Start < o.Time || f.Start >= done || f.Effect <= o.Time+int64(v.s.Validity) {
+			if cs := clients(f); len(cs) > 0 && !slices.Contains(cs, o.Client) {
 				continue
 			}
-			out = append(out, Reach{From: f.Start, To: done, Faults: []string{f.ID},
-				Note: fmt.Sprintf("client %d stopped by %s inside its acquire on %q, granted %v after it asked", o.Client, f.Kind, o.Key,
-					time.Duration(done-o.Time).Round(time.Millisecond))})
-			break
+			r.Faults = append(r.Faults, f.ID)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// clientClocksMoved: a fault moved a client's wall clock by more than the
+// validity while a lease was held. The holder's own clock: stepped (either
+// way) at the fault's start or at its heal, which steps it back, during
+// the hold, or drifted that far during it, or stepped back by that much
+// at a drift's heal during it — a library that counts its validity on the
+// wall clock then believes it holds after its lease ran out. Another
+// client's clock: off by more than the validity while the lease was held
+// — a timestamp recipe's client then judges the holder's lease expired
+// and takes it. One reach per fault, its first.
+func (v *view) clientClocksMoved() []Reach {
+	valid := time.Duration(v.s.Validity)
+	var out []Reach
+	for _, f := range v.faults {
+		if !f.Traits.Has(skewTraits...) {
+			continue
+		}
+		cs := clients(f)
+		rate := math.Abs(f.seen.Rate - 1)
+		if f.seen.Rate == 0 {
+			rate = 0
+		}
+		// offAt is when the clock was first off by more than the
+		// validity, -1 if never: at once for a step, after a while for
+		// a drift.
+		offAt := int64(-1)
+		switch {
+		case time.Duration(abs(f.seen.Offset)) > valid:
+			offAt = f.Start
+		case rate > 0 && f.Start+int64(float64(valid)/rate) < f.Stop:
+			offAt = f.Start + int64(float64(valid)/rate)
+		}
+		var best *Reach
+		for _, h := range v.holds {
+			if h.Start > f.Stop || f.Start > h.End {
+				continue
+			}
+			r, ok := v.clockMovedFor(f, h, cs, offAt, rate)
+			if ok && (best == nil || r.From < best.From) {
+				best = &r
+			}
+		}
+		if best != nil {
+			out = append(out, *best)
 		}
 	}
 	return out
+}
+
+// clockMovedFor is skew fault f's reach of hold h (see clientClocksMoved).
+func (v *view) clockMovedFor(f fault, h checker.Hold, cs []int, offAt int64, rate float64) (Reach, bool) {
+	valid := time.Duration(v.s.Validity)
+	during := func(t int64) bool { return h.Start <= t && t <= h.End }
+	var moved time.Duration
+	at, until := int64(-1), min(f.Stop, h.End)
+	if !slices.Contains(cs, h.Client) {
+		// Another client's clock, off while the lease was held.
+		if offAt < 0 || offAt > until {
+			return Reach{}, false
+		}
+		at = max(offAt, h.Start)
+		moved = time.Duration(abs(f.seen.Offset))
+		if moved <= valid {
+			moved = time.Duration(float64(at-f.Start) * rate)
+		}
+		return Reach{From: at, To: until, Faults: []string{f.ID},
+			Note: fmt.Sprintf("client %s's clock was %v off by %s (validity %v) while client %d held %q", clientsList(cs),
+				moved.Round(time.Millisecond), f.Kind, v.s.Validity, h.Client, h.Key)}, true
+	}
+	// The holder's own clock, moved during the hold.
+	if off := time.Duration(abs(f.seen.Offset)); off > valid {
+		switch {
+		case during(f.Start):
+			moved, at = off, f.Start
+		case f.Healed && during(f.Stop):
+			moved, at, until = off, f.Stop, h.End
+		}
+	}
+	if rate > 0 && at < 0 {
+		from := max(f.Start, h.Start)
+		if d := time.Duration(float64(until-from) * rate); d > valid {
+			moved, at = d, from+int64(float64(valid)/rate)
+		} else if d := time.Duration(float64(f.Stop-f.Start) * rate); f.Healed && during(f.Stop) && d > valid {
+			moved, at, until = d, f.Stop, h.End
+		}
+	}
+	if at < 0 {
+		return Reach{}, false
+	}
+	return Reach{From: at, To: until, Faults: []string{f.ID},
+		Note: fmt.Sprintf("client %d's clock moved %v by %s (validity %v) while it held %q", h.Client,
+			moved.Round(time.Millisecond), f.Kind, v.s.Validity, h.Key)}, true
+}
+
+func clientsList(cs []int) string {
+	xs := make([]string, len(cs))
+	for i, c := range cs {
+		xs[i] = fmt.Sprint(c)
+	}
+	return strings.Join(xs, ", ")
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }

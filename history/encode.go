@@ -61,8 +61,15 @@ func appendOp(b []byte, o *Op) []byte {
 		b = appendStrings(b, `,"targets":`, f.Targets)
 		b = append(b, `,"desc":`...)
 		b = appendString(b, f.Desc)
-		if f.Arms {
-			b = append(b, `,"arms":true`...)
+		if len(f.Traits) > 0 {
+			b = append(b, `,"traits":[`...)
+			for i, t := range f.Traits {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = appendString(b, string(t))
+			}
+			b = append(b, ']')
 		}
 		b = appendStrings(b, `,"lease":`, f.Lease)
 		if f.Empty {
@@ -71,6 +78,10 @@ func appendOp(b []byte, o *Op) []byte {
 		if f.Offset != 0 {
 			b = append(b, `,"offset_ns":`...)
 			b = strconv.AppendInt(b, f.Offset, 10)
+		}
+		if f.Rate != 0 {
+			b = append(b, `,"rate":`...)
+			b = strconv.AppendFloat(b, f.Rate, 'f', -1, 64)
 		}
 		if f.CutReplication {
 			b = append(b, `,"cut_replication":true`...)

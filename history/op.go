@@ -142,9 +142,11 @@ type Fault struct {
 	Targets []string `json:"targets,omitempty"`
 	// Desc is one human sentence ("cut n1,n2 from every client (blackhole)").
 	Desc string `json:"desc"`
-	// Arms: the fault arms a lock step and acts only if a target client
-	// reaches that step while it is armed (a step-pause, a step-crash).
-	Arms bool `json:"arms,omitempty"`
+	// Traits are what the fault does, as its kind declares it (Trait): the
+	// windows, the checkers and guidance read a fault's meaning from them.
+	// A history written before they were recorded has none (runner fills
+	// them in from the fault's kind as it reads one).
+	Traits TraitSet `json:"traits,omitempty"`
 
 	// What the nemesis saw as it applied the fault (on the start record;
 	// package coverage judges the dangerous windows from them).
@@ -160,6 +162,9 @@ type Fault struct {
 	// Offset is the clock offset the fault set, in ns (a clock or
 	// client-clock fault; a strobe's largest).
 	Offset int64 `json:"offset_ns,omitempty"`
+	// Rate is the pace the fault ran a clock at against the host's (a
+	// drift or client-drift fault: 1.5 gains half a second a second).
+	Rate float64 `json:"rate,omitempty"`
 	// CutReplication: the fault cut replication (a failover that cuts it
 	// first, a partition of replication links).
 	CutReplication bool `json:"cut_replication,omitempty"`

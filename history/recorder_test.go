@@ -21,9 +21,9 @@ func sampleOps() []Op {
 		{Index: 2, Process: 12, Client: 3, Type: Info, F: Write, Key: "k", Value: "41", Token: 7, Time: 60_000, Error: "read tcp 127.0.0.1:6379: i/o timeout"},
 		{Index: 3, Process: NemesisProcess, Type: Invoke, F: Start, Value: "kill n2", Time: 61_000,
 			Fault: &Fault{ID: "f2", Kind: "kill", Targets: []string{"n2", "n3"}, Desc: "kill n2, restart empty",
-				Lease: []string{"n2", "n4"}, Empty: true, Offset: -1_500_000_000, CutReplication: true}},
+				Traits: TraitSet{TouchesNode, RestartsNode}, Lease: []string{"n2", "n4"}, Empty: true, Offset: -1_500_000_000, Rate: 1.5, CutReplication: true}},
 		{Index: 4, Process: NemesisProcess, Type: OK, F: Stop, Time: 62_000, Fault: &Fault{ID: "f2", Kind: "kill", Desc: ""}},
-		{Index: 5, Process: NemesisProcess, Type: Info, F: Start, Time: 62_500, Fault: &Fault{ID: "f3", Kind: "step-pause", Targets: []string{"client:0"}, Desc: "arm", Arms: true}},
+		{Index: 5, Process: NemesisProcess, Type: Info, F: Start, Time: 62_500, Fault: &Fault{ID: "f3", Kind: "step-pause", Targets: []string{"client:0"}, Desc: "arm", Traits: TraitSet{StopsClient, ArmsStep}}},
 		{Index: 6, Process: 1, Client: 1, Type: Fail, F: Write, Key: "k\"<&>\\\n\t\b\f\r\x01\x7f", Value: "é\u2028\u2029\xff\xfe€", Time: 63_000, Error: "ü"},
 		{Index: 7, Process: 2, Client: 2, Type: OK, F: Acquire, Key: "k", Value: "owner-2", Mode: ModeRead, ValidUntil: 5, Time: 64_000},
 		{Index: 8, Process: 3, Client: 3, Type: Fail, F: Acquire, Key: "k", Time: 65_000, Error: "lock not obtained: held by another owner", Held: true},
@@ -33,8 +33,8 @@ func sampleOps() []Op {
 func TestAppendOpMatchesEncodingJSON(t *testing.T) {
 	// Every field of an op and of its fault is set in some sample: a field
 	// added to Op or Fault and forgotten by appendOp is lost from every
-	// stored history (Fault.Arms was, so re-analysis could not tell an
-	// idle step-pause).
+	// stored history (the arming flag was once, so re-analysis could not
+	// tell an idle step-pause).
 	set := map[string]bool{}
 	for _, op := range sampleOps() {
 		for _, v := range []reflect.Value{reflect.ValueOf(op), reflect.ValueOf(op.Fault)} {

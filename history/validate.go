@@ -7,7 +7,7 @@ import (
 
 // Validate checks what a single op must satisfy on its own: a known type, a
 // function name, non-negative times, token and index, and a fault with an
-// ID on every nemesis start/stop. Relations between ops (pairing, order)
+// ID on every nemesis start/stop and only known traits. Relations between ops (pairing, order)
 // are the checker's business.
 func (o Op) Validate() error {
 	switch o.Type {
@@ -43,6 +43,11 @@ func (o Op) Validate() error {
 	if o.IsNemesis() {
 		if (o.F == Start || o.F == Stop) && (o.Fault == nil || o.Fault.ID == "") {
 			return fmt.Errorf("nemesis %s without a fault id", o.F)
+		}
+		if o.Fault != nil {
+			if err := o.Fault.Traits.validate(); err != nil {
+				return err
+			}
 		}
 	} else if o.Fault != nil {
 		return fmt.Errorf("client op (process %d) carries a fault", o.Process)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/coverage"
+	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/nemesis"
 	"github.com/tumbler-dev/tumbler/runner"
 	"github.com/tumbler-dev/tumbler/scenarios/matrix"
@@ -63,18 +64,21 @@ func guided(template runner.Plan, draw runner.Draw) Drawer {
 	}
 }
 
-// shapeOf is what a planned step looks like to the windows.
+// shapeOf is what a planned step looks like to the windows: its kind's
+// traits and the magnitudes its fields give.
 func shapeOf(p runner.Plan, st nemesis.Step) coverage.Shape {
 	ttl := p.TTL.Resolve(0)
 	sh := coverage.Shape{
-		Kind: string(st.Fault), Nodes: st.Nodes,
+		Traits: st.Fault.Traits(), Nodes: st.Nodes,
 		Lease:          st.Node == nemesis.NodeLease || st.Node == nemesis.NodePrimary,
 		Holder:         st.Client == nemesis.Holder || len(st.Clients) > 1 && len(st.Clients) == p.Workload.Clients,
 		Offset:         st.Offset.Resolve(ttl),
+		Rate:           st.Rate,
 		Stop:           max(st.Pause.Resolve(ttl), st.For.Resolve(ttl)),
+		Delay:          st.Latency.Resolve(ttl),
 		CutReplication: st.CutReplication || st.Shape == nemesis.ShapeReplication,
 	}
-	if st.Fault == nemesis.StepPause {
+	if sh.Traits.Has(history.ArmsStep) {
 		sh.Stop = st.Pause.Resolve(ttl) // armed for For, stopped for Pause
 		if info, err := p.Lock.Info(); err == nil {
 			for _, ls := range info.Steps {
@@ -87,7 +91,7 @@ func shapeOf(p runner.Plan, st nemesis.Step) coverage.Shape {
 		persist = p.Persistence
 	}
 	sh.Empty = persist == "" || persist == cluster.PersistNone
-	if st.Fault == nemesis.Partition && (st.Shape == "" || st.Shape == nemesis.ShapeNodes) {
+	if sh.Traits.Has(history.IsolatesNode) && (st.Shape == "" || st.Shape == nemesis.ShapeNodes) {
 		sh.Cut = len(st.Nodes)
 	}
 	return sh

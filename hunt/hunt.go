@@ -320,9 +320,7 @@ func Run(ctx context.Context, template runner.Plan, draw runner.Draw, o Options)
 	if err := o.validate(draw); err != nil {
 		return nil, err
 	}
-	if draw.Concurrency == 0 {
-		draw.Concurrency = nemesis.DefaultConcurrency
-	}
+	draw = draw.Normalize()
 	o = o.withDefaults()
 	template = template.Normalize()
 	if o.Guided && o.Drawer == nil {

@@ -102,7 +102,7 @@ func TestHuntStopsAtTheFirstFind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(b, &disk); err != nil || disk.First != 2 || len(disk.Attempts) != 3 || disk.Draw.Concurrency != nemesis.DefaultConcurrency {
+	if err := json.Unmarshal(b, &disk); err != nil || disk.First != 2 || len(disk.Attempts) != 3 || disk.Draw.Concurrency != runner.DefaultConcurrency {
 		t.Errorf("hunt.json: %v %+v", err, disk)
 	}
 	if _, err := os.Stat(filepath.Join(s.Dir, IndexFile)); err != nil {

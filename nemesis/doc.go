@@ -72,7 +72,8 @@
 // Each kind lives in one file, kind_<name>.go, with its fields and their
 // rules, what it needs of the run, how it is applied, healed and
 // described, and how Generate draws it; the file's init registers it, with
-// its rank in the documented order. A kind's parameters are a struct
+// its rank in the documented order, and it declares its traits: what its
+// faults do, as history.Trait names it (below). A kind's parameters are a struct
 // declared in its own file (LinkParams, RestartParams, …) and embedded in
 // Step, so a plan's step stays one flat JSON object; a span field needs no
 // listing beyond its declaration: compiling a plan and a shrink walk a
@@ -88,12 +89,14 @@
 //	    takes: shape, nodes, node, clients, client, links, mode, direction;
 //	      for > 0
 //	    needs: links (clients, or replication)
+//	    traits: touches-node, isolates-node, isolates-client
 //	latency
 //	    delays the shape's links by "latency" ± "jitter" for "for", one way
 //	      or both
 //	    takes: shape, nodes, node, clients, client, links, direction,
 //	      latency, jitter; for > 0
 //	    needs: links (clients, or replication)
+//	    traits: touches-node, slows-links
 //	kill
 //	    SIGKILLs nodes and starts them again after "for" ("persistence" is
 //	      the mode they run in from then on: none comes back empty, an AOF
@@ -101,21 +104,25 @@
 //	      by default the node's own)
 //	    takes: nodes, node, persistence; for > 0
 //	    needs: provider control kill/start
+//	    traits: touches-node, stops-node, restarts-node, loses-key
 //	restart
 //	    SIGKILLs nodes and starts them again at once or after "delay"
 //	      ("persistence" as for kill); it ends when they answer
 //	    takes: nodes, node, persistence, delay; no for
 //	    needs: provider control kill/start
+//	    traits: touches-node, stops-node, restarts-node, loses-key
 //	pause
 //	    freezes nodes (SIGSTOP: connections stay open, nothing is answered)
 //	      for "for"
 //	    takes: nodes, node; for > 0
 //	    needs: provider control pause/resume
+//	    traits: touches-node, stops-node, freezes-node
 //	clock
 //	    shifts nodes' wall clocks by "offset" for "for", or with "strobe"
 //	      flips between that and 0 every strobe; offsets on one node add up
 //	    takes: nodes, node, offset, strobe; for > 0
 //	    needs: the clock shim, provider control clock
+//	    traits: touches-node, moves-node-clock
 //	failover
 //	    moves the primary ("via" kill: SIGKILL it, Sentinel — or a Redis
 //	      Cluster — promotes a replica; sentinel: SENTINEL FAILOVER;
@@ -126,31 +133,37 @@
 //	      grant it waits for and "lag" are lost; the new roles stay
 //	    takes: via, nodes, cut_replication, lag; for ≥ 0
 //	    needs: a replicated topology
+//	    traits: touches-node, promotes-replica, loses-key
 //	client-pause
 //	    stops client processes (SIGSTOP: workload, watchdog and sockets) for
 //	      "for"; pauses of one client are counted
 //	    takes: clients, client; for > 0
 //	    needs: clients, process clients
+//	    traits: stops-client
 //	client-clock
 //	    shifts clients' wall clocks by "offset" for "for"; offsets on one
 //	      client add up
 //	    takes: clients, client, offset; for > 0
 //	    needs: clients
+//	    traits: moves-client-clock
 //	step-pause
 //	    arms clients to stop (SIGSTOP) for "pause" when they next reach the
 //	      lock step "step"; the arming lasts "for"
 //	    takes: clients, client, step, pause; for > 0
 //	    needs: clients, process clients
+//	    traits: stops-client, arms-step
 //	step-crash
 //	    arms clients to crash when they next reach the lock step "step"; the
 //	      arming lasts "for"
 //	    takes: clients, client, step; for > 0
 //	    needs: clients
+//	    traits: crashes-client, arms-step
 //	client-partition
 //	    cuts clients from every node and holds back their writes to the
 //	      protected resource until the heal, as TCP would, for "for"
 //	    takes: clients, client, mode, direction; for > 0
 //	    needs: clients
+//	    traits: isolates-client
 //	drift
 //	    runs nodes' wall clocks at "rate" times the host's pace for "for"
 //	      (the clock shim's drift: a node at 1.5 gains half a second a
@@ -158,11 +171,13 @@
 //	      the host's time; rates on one node add up
 //	    takes: nodes, node, rate; for > 0
 //	    needs: the clock shim, provider control clock, clock rate
+//	    traits: touches-node, moves-node-clock
 //	client-drift
 //	    runs clients' wall clocks at "rate" times the host's pace for "for",
 //	      then steps them back; rates on one client add up
 //	    takes: clients, client, rate; for > 0
 //	    needs: clients
+//	    traits: moves-client-clock
 //	client-starve
 //	    starves client processes for "for": every "period" they run for
 //	      "share" of it and are stopped (SIGSTOP) for the rest, so what
@@ -170,6 +185,7 @@
 //	      keeps working; stops of one client are counted with client-pause's
 //	    takes: clients, client, share, period; for > 0
 //	    needs: clients, process clients
+//	    traits: stops-client
 //	memory
 //	    fills primaries up to a memory limit just above what they used
 //	      (CONFIG SET maxmemory) under maxmemory-policy "policy", with keys
@@ -181,6 +197,7 @@
 //	      fillers
 //	    takes: nodes, node, policy, strobe; for > 0
 //	    needs: provider control config
+//	    traits: touches-node, fills-memory, refuses-writes, loses-key
 //	refuse-writes
 //	    makes primaries refuse every write for "for", as "refusal" says:
 //	      misconf — a save fails ("dir" moved where it cannot write) while
@@ -190,6 +207,7 @@
 //	      client still talking to it; the heal restores the settings
 //	    takes: nodes, node, refusal; for > 0
 //	    needs: provider control config
+//	    traits: touches-node, refuses-writes
 //	reply-loss
 //	    loses the replies on every client's link to nodes for "for" — the
 //	      commands run, their answers never arrive — or, with "latency",
@@ -198,6 +216,7 @@
 //	      runs it twice
 //	    takes: nodes, node, latency, jitter; for > 0
 //	    needs: clients
+//	    traits: touches-node, loses-replies
 //
 // Link shapes (partition, latency) are described on Shape; without a
 // shape, targets pick one: nodes or node → "nodes" (cut from every client),
@@ -215,6 +234,42 @@
 // of the failover: the cut links are healed and a primary killed by "via
 // kill" starts again, as a replica of the new primary. The new topology
 // stays: a failover is not undone.
+//
+// # Traits and families
+//
+// A kind's traits (Kind.Traits) are the whole of what the rest of tumbler
+// knows of what its faults do: the nemesis records them on every fault
+// (history.Fault.Traits); the dangerous windows (package coverage), the
+// refusals checker and a guided hunt read them, never a kind's name; and
+// within this package the overlap rules and the runner read the traits
+// that say a kind stops a node (stops-node), restarts one (restarts-node),
+// arms a lock step (arms-step), promotes a replica (promotes-replica) or
+// slows links (slows-links). The vocabulary is history.Traits:
+//
+//	touches-node        acts on the data nodes it targets
+//	stops-node          stops data nodes for a while (kills or freezes them)
+//	restarts-node       kills data nodes and starts them again
+//	freezes-node        freezes data nodes: nothing answered until it ends
+//	isolates-node       cuts data nodes off, from clients or each other
+//	isolates-client     cuts a client off from the data nodes
+//	slows-links         delays the packets on links
+//	loses-replies       loses (or delays) replies of commands that ran
+//	stops-client        stops or starves a client's process
+//	crashes-client      crashes a client
+//	arms-step           arms a lock step, acting only if it is reached
+//	moves-node-clock    steps or drifts a data node's wall clock
+//	moves-client-clock  steps or drifts a client's wall clock
+//	loses-key           can lose a held key
+//	refuses-writes      makes data nodes refuse writes
+//	fills-memory        fills a node's memory to its limit
+//	promotes-replica    moves the primary role to a replica
+//
+// A test refuses a kind that declares none and a trait no kind declares.
+// KindsWith lists the kinds with any of some traits, and Families groups
+// the kinds as a campaign hunts them — network, process, clock,
+// persistence, memory, replies, clients, steps, failover —, each family
+// declared by its traits, so a new kind joins the families of its traits
+// with no edit here (a test holds every kind to one family at least).
 //
 // # Targets chosen when a step applies
 //
@@ -270,8 +325,11 @@
 //
 // Each applied step gives two history records of process nemesis with F
 // "start" and "stop", type info, and a Fault with ID "f<step>", the kind,
-// the targets (node names, "client:<i>", or link names) and one sentence
-// saying what it did ("cut n4, n5 from every client for 2s (blackhole)").
+// its traits, the targets (node names, "client:<i>", or link names) and
+// one sentence saying what it did ("cut n4, n5 from every client for 2s
+// (blackhole)"), and on the start what coverage judges from (the nodes of
+// the lease a selector read, a node back empty, a clock's offset or rate,
+// a replication cut).
 // The start's Time is taken just before the fault is applied and the
 // stop's just after the heal completed (for a restart, when the nodes
 // answer again), so the window covers the whole fault. Client is the

@@ -50,10 +50,10 @@ type target struct {
 }
 
 // observe records on f what the step does as resolved (history.Fault's
-// Lease, Empty, Offset, CutReplication): what coverage judges from.
+// Lease, Empty, Offset, Rate, CutReplication): what coverage judges from.
 func observe(f *history.Fault, c *compiled, t target) {
 	f.Lease = slices.Clone(t.lease)
-	if c.kind.traits().starts {
+	if c.kind.traits().Has(history.RestartsNode) {
 		next := c.Persistence
 		if next == "" {
 			next = t.prior
@@ -61,6 +61,7 @@ func observe(f *history.Fault, c *compiled, t target) {
 		f.Empty = next == cluster.PersistNone || t.prior == cluster.PersistNone
 	}
 	f.Offset = int64(c.span(c.Offset))
+	f.Rate = c.Rate
 	f.CutReplication = c.CutReplication || c.Shape == ShapeReplication
 }
 
@@ -79,7 +80,7 @@ func (r *runner) apply(i int, h hit) error {
 		st.client = t.clients[0]
 	}
 	st.fault.Targets = append(slices.Clone(t.nodes), clientNames(t.clients)...)
-	if c.kind.traits().lifecycle {
+	if c.kind.traits().Has(history.StopsNode) {
 		t.prior = r.priorPersistence(t.nodes)
 	}
 	st.fault.Desc = c.kind.describe(c, t)
@@ -348,7 +349,7 @@ func (r *runner) arm(i int, clients []int, action workloads.StepAction) error {
 // plannedFault is the fault record of a step before its targets are
 // resolved: the sentence says what was planned (a skipped step keeps it).
 func (r *runner) plannedFault(c *compiled) history.Fault {
-	f := history.Fault{ID: c.id(), Kind: string(c.Fault), Targets: slices.Clone(c.Nodes), Arms: c.kind.traits().arms}
+	f := history.Fault{ID: c.id(), Kind: string(c.Fault), Targets: slices.Clone(c.Nodes), Traits: slices.Clone(c.kind.traits())}
 	f.Targets = append(f.Targets, clientNames(c.Clients)...)
 	f.Desc = c.kind.describe(c, target{nodes: c.Nodes, clients: c.Clients})
 	return f

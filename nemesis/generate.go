@@ -25,10 +25,6 @@ const (
 	failoverAllowance = 5 * time.Second
 )
 
-// DefaultConcurrency is how many faults may be active at once unless told
-// otherwise (the command line's --concurrency).
-const DefaultConcurrency = 2
-
 // GenOptions describe the run a generated plan is for.
 type GenOptions struct {
 	// Setup is what the plan must be valid for. A clock kind in the mix
@@ -55,7 +51,7 @@ type GenOptions struct {
 	// or collide with what runs waits until it fits.
 	Interval time.Duration
 	// Concurrency is how many faults may be active at once, at least 1
-	// (DefaultConcurrency is what the command line uses). A fault counts
+	// (a draw's default is runner.DefaultConcurrency). A fault counts
 	// from its start until its planned end plus the time a start or a
 	// failover may take; a step waiting for a grant counts while it waits.
 	// With 1, faults come one at a time and no compound scene is drawn.
@@ -283,7 +279,7 @@ func (g *gen) bareMajorityScene(mix []Kind, fk faultKind) ([]Step, bool) {
 	if g.o.Concurrency < 2 || g.o.Key == "" || !g.bareMajority() || !slices.Contains(mix, Partition) || g.rng.IntN(10) >= 7 {
 		return nil, false
 	}
-	follows := func(k faultKind) bool { return k.traits().forgets }
+	follows := func(k faultKind) bool { return k.sharing().forgets }
 	if !follows(fk) {
 		var cands []faultKind
 		for _, k := range mix {
@@ -392,7 +388,7 @@ func (g *gen) window(c *compiled) (from, to time.Duration) {
 	if a, ok := c.kind.(allowancer); ok {
 		return from, to + a.allowanceOf(c)
 	}
-	return from, to + c.kind.traits().allowance
+	return from, to + c.kind.sharing().allowance
 }
 
 // allowancer is a kind whose allowance depends on the step (a failover's

@@ -3,6 +3,7 @@ package nemesis
 import (
 	"fmt"
 
+	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/internal/field"
 )
 
@@ -14,6 +15,11 @@ type clientClock struct{ kindBase }
 func init() { register(90, clientClock{}) }
 
 func (clientClock) kind() Kind { return ClientClock }
+
+// traits: it steps clients' clocks.
+func (clientClock) traits() history.TraitSet {
+	return history.TraitSet{history.MovesClientClock}
+}
 
 func (clientClock) doc() string {
 	return "shifts clients' wall clocks by \"offset\" for \"for\"; offsets on one client add up"

@@ -3,6 +3,7 @@ package nemesis
 import (
 	"fmt"
 
+	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/internal/clockshim"
 )
 
@@ -14,6 +15,11 @@ type clientDrift struct{ kindBase }
 func init() { register(140, clientDrift{}) }
 
 func (clientDrift) kind() Kind { return ClientDrift }
+
+// traits: it drifts clients' clocks.
+func (clientDrift) traits() history.TraitSet {
+	return history.TraitSet{history.MovesClientClock}
+}
 
 func (clientDrift) doc() string {
 	return "runs clients' wall clocks at \"rate\" times the host's pace for \"for\", then steps them back; rates on one client add up"

@@ -1,5 +1,7 @@
 package nemesis
 
+import "github.com/tumbler-dev/tumbler/history"
+
 // ClientPartition cuts a client from every node and closes its gate to
 // the protected resource for For.
 const ClientPartition Kind = "client-partition"
@@ -9,6 +11,11 @@ type clientPartition struct{ kindBase }
 func init() { register(120, clientPartition{}) }
 
 func (clientPartition) kind() Kind { return ClientPartition }
+
+// traits: it cuts clients off from every node.
+func (clientPartition) traits() history.TraitSet {
+	return history.TraitSet{history.IsolatesClient}
+}
 
 func (clientPartition) doc() string {
 	return "cuts clients from every node and holds back their writes to the protected resource until the heal, as TCP would, for \"for\""
@@ -20,7 +27,7 @@ func (clientPartition) needs() needs { return needs{clients: true} }
 
 func (clientPartition) targets() targetKind { return targetsClients }
 
-func (clientPartition) traits() traits { return traits{gates: true} }
+func (clientPartition) sharing() sharing { return sharing{gates: true} }
 
 func (clientPartition) check(c *compiled, _ Setup) error {
 	c.shape = ShapeClient

@@ -1,6 +1,10 @@
 package nemesis
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/tumbler-dev/tumbler/history"
+)
 
 // ClientPause stops a client process (SIGSTOP) for For.
 const ClientPause Kind = "client-pause"
@@ -10,6 +14,11 @@ type clientPause struct{ kindBase }
 func init() { register(80, clientPause{}) }
 
 func (clientPause) kind() Kind { return ClientPause }
+
+// traits: it stops client processes.
+func (clientPause) traits() history.TraitSet {
+	return history.TraitSet{history.StopsClient}
+}
 
 func (clientPause) doc() string {
 	return "stops client processes (SIGSTOP: workload, watchdog and sockets) for \"for\"; pauses of one client are counted"

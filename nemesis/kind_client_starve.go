@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/internal/field"
 )
 
@@ -34,6 +35,11 @@ type clientStarve struct{ kindBase }
 func init() { register(150, clientStarve{}) }
 
 func (clientStarve) kind() Kind { return ClientStarve }
+
+// traits: it stops client processes for most of every period.
+func (clientStarve) traits() history.TraitSet {
+	return history.TraitSet{history.StopsClient}
+}
 
 func (clientStarve) doc() string {
 	return "starves client processes for \"for\": every \"period\" they run for \"share\" of it and are stopped (SIGSTOP) for the rest, so what falls due meanwhile — a renewal — runs late while the holder keeps working; stops of one client are counted with client-pause's"

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/internal/field"
 )
 
@@ -18,6 +19,11 @@ func init() { register(60, clock{}) }
 
 func (clock) kind() Kind { return Clock }
 
+// traits: it steps nodes' clocks.
+func (clock) traits() history.TraitSet {
+	return history.TraitSet{history.TouchesNode, history.MovesNodeClock}
+}
+
 func (clock) doc() string {
 	return "shifts nodes' wall clocks by \"offset\" for \"for\", or with \"strobe\" flips between that and 0 every strobe; offsets on one node add up"
 }
@@ -28,7 +34,7 @@ func (clock) fields() []string { return []string{"nodes", "node", "offset", "str
 
 func (clock) needs() needs { return needs{nodeClock: true, controls: cluster.CanClock} }
 
-func (clock) traits() traits { return traits{forgets: true} }
+func (clock) sharing() sharing { return sharing{forgets: true} }
 
 func (clock) check(c *compiled, _ Setup) error {
 	switch {

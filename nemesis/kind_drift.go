@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/internal/clockshim"
 	"github.com/tumbler-dev/tumbler/internal/field"
 )
@@ -23,6 +24,11 @@ func init() { register(130, clockDrift{}) }
 
 func (clockDrift) kind() Kind { return ClockDrift }
 
+// traits: it drifts nodes' clocks.
+func (clockDrift) traits() history.TraitSet {
+	return history.TraitSet{history.TouchesNode, history.MovesNodeClock}
+}
+
 func (clockDrift) doc() string {
 	return "runs nodes' wall clocks at \"rate\" times the host's pace for \"for\" (the clock shim's drift: a node at 1.5 gains half a second a second and expires keys after TTL/1.5), then steps them back to the host's time; rates on one node add up"
 }
@@ -35,7 +41,7 @@ func (clockDrift) needs() needs {
 	return needs{nodeClock: true, controls: cluster.CanClock | cluster.CanDrift}
 }
 
-func (clockDrift) traits() traits { return traits{forgets: true} }
+func (clockDrift) sharing() sharing { return sharing{forgets: true} }
 
 func (clockDrift) check(c *compiled, _ Setup) error { return checkRate(c.Rate) }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/internal/field"
 	"github.com/tumbler-dev/tumbler/internal/wait"
 )
@@ -57,6 +58,11 @@ func init() { register(70, failover{}) }
 
 func (failover) kind() Kind { return Failover }
 
+// traits: it kills or demotes the primary and promotes a replica, which may lack a key the old one held.
+func (failover) traits() history.TraitSet {
+	return history.TraitSet{history.TouchesNode, history.PromotesReplica, history.LosesKey}
+}
+
 func (failover) doc() string {
 	return "moves the primary (\"via\" kill: SIGKILL it, Sentinel — or a Redis Cluster — promotes a replica; sentinel: SENTINEL FAILOVER; promote: the replica in \"nodes\", in groups one per group, one after the other; in a cluster coordinated, force or takeover: CLUSTER FAILOVER on a replica of the shard of \"nodes\" or of \"key\"), with \"cut_replication\" first cutting replication so the grant it waits for and \"lag\" are lost; the new roles stay"
 }
@@ -69,8 +75,8 @@ func (failover) needs() needs { return needs{replicated: true} }
 
 func (failover) targets() targetKind { return targetsNone }
 
-func (failover) traits() traits {
-	return traits{failover: true, allowance: failoverAllowance + startAllowance}
+func (failover) sharing() sharing {
+	return sharing{allowance: failoverAllowance + startAllowance}
 }
 
 // allowanceOf: a promotion by hand is done in milliseconds; Sentinel takes

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/internal/field"
 )
 
@@ -17,6 +18,11 @@ func init() { register(30, kill{}) }
 
 func (kill) kind() Kind { return Kill }
 
+// traits: it stops nodes, then starts them with the persistence asked: none comes back empty.
+func (kill) traits() history.TraitSet {
+	return history.TraitSet{history.TouchesNode, history.StopsNode, history.RestartsNode, history.LosesKey}
+}
+
 func (kill) doc() string {
 	return "SIGKILLs nodes and starts them again after \"for\" (\"persistence\" is the mode they run in from then on: none comes back empty, an AOF mode loads the AOF a node wrote before the kill, if it wrote one; by default the node's own)"
 }
@@ -27,8 +33,8 @@ func (kill) fields() []string { return []string{"nodes", "node", "persistence"} 
 
 func (kill) needs() needs { return needs{controls: cluster.CanKill} }
 
-func (kill) traits() traits {
-	return traits{lifecycle: true, starts: true, allowance: startAllowance, forgets: true}
+func (kill) sharing() sharing {
+	return sharing{allowance: startAllowance, forgets: true}
 }
 
 func (kill) check(c *compiled, s Setup) error { return checkWipe(c, s) }

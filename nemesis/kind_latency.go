@@ -1,6 +1,9 @@
 package nemesis
 
-import "github.com/tumbler-dev/tumbler/internal/field"
+import (
+	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/internal/field"
+)
 
 // Latency delays links by Latency ± Jitter for For.
 const Latency Kind = "latency"
@@ -10,6 +13,11 @@ type latency struct{ kindBase }
 func init() { register(20, latency{}) }
 
 func (latency) kind() Kind { return Latency }
+
+// traits: it slows the links of the nodes or clients it names.
+func (latency) traits() history.TraitSet {
+	return history.TraitSet{history.TouchesNode, history.SlowsLinks}
+}
 
 func (latency) doc() string {
 	return "delays the shape's links by \"latency\" ± \"jitter\" for \"for\", one way or both"
@@ -22,8 +30,6 @@ func (latency) fields() []string {
 func (latency) needs() needs { return needs{links: true} }
 
 func (latency) targets() targetKind { return targetsLinks }
-
-func (latency) traits() traits { return traits{delays: true} }
 
 func (latency) check(c *compiled, s Setup) error {
 	if err := c.compileShape(s); err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/internal/field"
 )
 
@@ -29,6 +30,11 @@ type memory struct{ kindBase }
 func init() { register(160, memory{}) }
 
 func (memory) kind() Kind { return Memory }
+
+// traits: it fills primaries: under noeviction writes are refused, under an evicting policy keys (a lock's among them) are evicted.
+func (memory) traits() history.TraitSet {
+	return history.TraitSet{history.TouchesNode, history.FillsMemory, history.RefusesWrites, history.LosesKey}
+}
 
 func (memory) doc() string {
 	return "fills primaries up to a memory limit just above what they used (CONFIG SET maxmemory) under maxmemory-policy \"policy\", with keys outside the locks' key space, for \"for\": under noeviction every write that needs memory is refused (OOM); under an evicting policy the node is pushed over the limit at once and every \"strobe\" (a quarter TTL by default) and evicts by the policy — volatile-ttl a lock key first; the heal restores the settings and deletes the fillers"

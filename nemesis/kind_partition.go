@@ -1,6 +1,9 @@
 package nemesis
 
-import "github.com/tumbler-dev/tumbler/cluster"
+import (
+	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/history"
+)
 
 // Partition cuts links (see Shape) for For.
 const Partition Kind = "partition"
@@ -10,6 +13,11 @@ type partition struct{ kindBase }
 func init() { register(10, partition{}) }
 
 func (partition) kind() Kind { return Partition }
+
+// traits: it cuts links: a shape of nodes cuts data nodes off (from the clients, or replication), a shape of a client cuts it off from every node.
+func (partition) traits() history.TraitSet {
+	return history.TraitSet{history.TouchesNode, history.IsolatesNode, history.IsolatesClient}
+}
 
 func (partition) doc() string {
 	return "cuts links — the shape's: clients from nodes, a client from every node, replication, a bridge, a split, named links — for \"for\", dropping packets (blackhole) or refusing connections (reset), one way or both"

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/history"
 )
 
 // Pause freezes the nodes (SIGSTOP) for For.
@@ -15,6 +16,11 @@ func init() { register(50, pause{}) }
 
 func (pause) kind() Kind { return Pause }
 
+// traits: it a frozen node answers nothing until the heal, then everything it was sent.
+func (pause) traits() history.TraitSet {
+	return history.TraitSet{history.TouchesNode, history.StopsNode, history.FreezesNode}
+}
+
 func (pause) doc() string {
 	return "freezes nodes (SIGSTOP: connections stay open, nothing is answered) for \"for\""
 }
@@ -25,7 +31,7 @@ func (pause) fields() []string { return []string{"nodes", "node"} }
 
 func (pause) needs() needs { return needs{controls: cluster.CanPause} }
 
-func (pause) traits() traits { return traits{lifecycle: true, forgets: true} }
+func (pause) sharing() sharing { return sharing{forgets: true} }
 
 // apply counts pauses per node: it resumes when the last one heals.
 func (pause) apply(r *runner, i int, t target) error {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/internal/field"
 )
 
@@ -16,6 +17,11 @@ type refuseWrites struct{ kindBase }
 func init() { register(170, refuseWrites{}) }
 
 func (refuseWrites) kind() Kind { return RefuseWrites }
+
+// traits: it makes primaries refuse writes.
+func (refuseWrites) traits() history.TraitSet {
+	return history.TraitSet{history.TouchesNode, history.RefusesWrites}
+}
 
 func (refuseWrites) doc() string {
 	return "makes primaries refuse every write for \"for\", as \"refusal\" says: misconf — a save fails (\"dir\" moved where it cannot write) while stop-writes-on-bgsave-error is yes, so writes get MISCONF; readonly — the node is demoted to a replica of an address nobody answers at, so writes get READONLY, as a demoted primary answers a client still talking to it; the heal restores the settings"

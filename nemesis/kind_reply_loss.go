@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/internal/field"
 )
 
@@ -15,6 +16,11 @@ type replyLoss struct{ kindBase }
 func init() { register(180, replyLoss{}) }
 
 func (replyLoss) kind() Kind { return ReplyLoss }
+
+// traits: it loses (or delays) the replies on the nodes' client links.
+func (replyLoss) traits() history.TraitSet {
+	return history.TraitSet{history.TouchesNode, history.LosesReplies}
+}
 
 func (replyLoss) doc() string {
 	return "loses the replies on every client's link to nodes for \"for\" — the commands run, their answers never arrive — or, with \"latency\", delays them by that ± \"jitter\": a client that sends a command again after a timeout (go-redis's MaxRetries, lock.redis_retries) runs it twice"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/internal/wait"
 )
 
@@ -18,6 +19,11 @@ func init() { register(40, restart{}) }
 
 func (restart) kind() Kind { return Restart }
 
+// traits: it as kill, at once or after a delay.
+func (restart) traits() history.TraitSet {
+	return history.TraitSet{history.TouchesNode, history.StopsNode, history.RestartsNode, history.LosesKey}
+}
+
 func (restart) doc() string {
 	return "SIGKILLs nodes and starts them again at once or after \"delay\" (\"persistence\" as for kill); it ends when they answer"
 }
@@ -30,8 +36,8 @@ func (restart) duration() forRule { return forZero }
 
 func (restart) needs() needs { return needs{controls: cluster.CanKill} }
 
-func (restart) traits() traits {
-	return traits{lifecycle: true, starts: true, allowance: startAllowance, forgets: true}
+func (restart) sharing() sharing {
+	return sharing{allowance: startAllowance, forgets: true}
 }
 
 func (restart) check(c *compiled, s Setup) error { return checkWipe(c, s) }

@@ -3,6 +3,7 @@ package nemesis
 import (
 	"fmt"
 
+	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/internal/field"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
@@ -17,6 +18,11 @@ func init() { register(110, stepCrash{}) }
 
 func (stepCrash) kind() Kind { return StepCrash }
 
+// traits: it crashes a client that reaches the armed step.
+func (stepCrash) traits() history.TraitSet {
+	return history.TraitSet{history.CrashesClient, history.ArmsStep}
+}
+
 func (stepCrash) doc() string {
 	return "arms clients to crash when they next reach the lock step \"step\"; the arming lasts \"for\""
 }
@@ -26,8 +32,6 @@ func (stepCrash) fields() []string { return []string{"clients", "client", "step"
 func (stepCrash) needs() needs { return needs{clients: true} }
 
 func (stepCrash) targets() targetKind { return targetsClients }
-
-func (stepCrash) traits() traits { return traits{arms: true} }
 
 func (stepCrash) check(c *compiled, _ Setup) error {
 	if c.LockStep == "" {

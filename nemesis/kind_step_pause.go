@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/internal/field"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
@@ -18,6 +19,11 @@ func init() { register(100, stepPause{}) }
 
 func (stepPause) kind() Kind { return StepPause }
 
+// traits: it stops a client that reaches the armed step.
+func (stepPause) traits() history.TraitSet {
+	return history.TraitSet{history.StopsClient, history.ArmsStep}
+}
+
 func (stepPause) doc() string {
 	return "arms clients to stop (SIGSTOP) for \"pause\" when they next reach the lock step \"step\"; the arming lasts \"for\""
 }
@@ -27,8 +33,6 @@ func (stepPause) fields() []string { return []string{"clients", "client", "step"
 func (stepPause) needs() needs { return needs{clients: true, processClients: true} }
 
 func (stepPause) targets() targetKind { return targetsClients }
-
-func (stepPause) traits() traits { return traits{arms: true} }
 
 func (stepPause) check(c *compiled, _ Setup) error {
 	if c.LockStep == "" {

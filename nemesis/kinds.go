@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
 
@@ -33,8 +34,15 @@ type faultKind interface {
 	needs() needs
 	// targets says what its steps must name.
 	targets() targetKind
-	// traits say how it shares its targets with other faults.
-	traits() traits
+	// traits are what its faults do (history.Trait), recorded on every
+	// fault of the kind: what the windows, the checkers and guidance read,
+	// and what the overlap rules, the runner and the generator ask of a
+	// kind where a trait says it (stops-node, restarts-node, arms-step,
+	// promotes-replica, slows-links). Every kind declares at least one.
+	traits() history.TraitSet
+	// sharing says what else the overlap rules, the sentences and the
+	// generator need to know of it.
+	sharing() sharing
 	// check is the kind's own rules on a step, after the shared ones
 	// (fields, spans, selectors, target names) passed.
 	check(c *compiled, s Setup) error
@@ -133,11 +141,32 @@ func (k Kind) Available(s Setup) error {
 	return fk.needs().check(s)
 }
 
-// ArmsStep reports whether the kind arms a lock step (step-pause,
-// step-crash): it acts only if a target client reaches that step while armed.
-func (k Kind) ArmsStep() bool {
+// ArmsStep reports whether the kind arms a lock step (history.ArmsStep:
+// step-pause, step-crash): it acts only if a target client reaches that
+// step while armed.
+func (k Kind) ArmsStep() bool { return k.Traits().Has(history.ArmsStep) }
+
+// Traits are what the kind's faults do, as its file declares them; none
+// for a kind that is not one.
+func (k Kind) Traits() history.TraitSet {
 	fk, err := lookup(k)
-	return err == nil && fk.traits().arms
+	if err != nil {
+		return nil
+	}
+	return slices.Clone(fk.traits())
+}
+
+// KindsWith lists the kinds with any of traits, in the registry's order: a
+// family of faults declared once as the traits its kinds share
+// (Families).
+func KindsWith(traits ...history.Trait) []Kind {
+	var out []Kind
+	for _, fk := range registry {
+		if fk.traits().Has(traits...) {
+			out = append(out, fk.kind())
+		}
+	}
+	return out
 }
 
 // NeedsNodeClock reports whether the kind shifts the data nodes' clocks,
@@ -176,20 +205,11 @@ const (
 	targetsLinks                     // links by shape: nodes, clients, links or none
 )
 
-// traits say how a kind shares its targets with other faults; the overlap
-// rules and the runner read them.
-type traits struct {
-	// lifecycle: it stops a node (kill, restart, pause). A node takes one
-	// such fault at a time, and none during a failover.
-	lifecycle bool
-	// failover: it moves the primary; one at a time, and no lifecycle
-	// fault on any node meanwhile.
-	failover bool
-	// arms: it arms a lock step; one step of one client is armed by one
-	// fault at a time.
-	arms bool
-	// delays: a link fault that delays rather than cuts.
-	delays bool
+// sharing is what the overlap rules, the sentences and the generator know
+// of a kind besides its traits (which say that it stops a node, restarts
+// one, arms a lock step, promotes a replica or slows links: the overlap
+// rules and the runner read those from its traits).
+type sharing struct {
 	// gates: a link fault that also holds back the client's requests to
 	// the protected resource (counted gates).
 	gates bool
@@ -197,9 +217,6 @@ type traits struct {
 	// may then forget it or let it expire early (kill, restart, clock,
 	// pause): a follow-up to a bare-majority cut.
 	forgets bool
-	// starts: it starts its nodes again (kill, restart), with the
-	// persistence the step or the node has.
-	starts bool
 	// allowance is how long the fault may last past its planned end: a
 	// node's start, a failover. The generator leaves that much time.
 	allowance time.Duration
@@ -330,6 +347,7 @@ func kindTable() string {
 		wrap(&b, k.doc())
 		wrap(&b, fmt.Sprintf("takes: %s; %s", strings.Join(k.fields(), ", "), k.duration()))
 		wrap(&b, "needs: "+k.needs().String())
+		wrap(&b, "traits: "+k.traits().String())
 	}
 	return b.String()
 }
@@ -356,5 +374,5 @@ type kindBase struct{}
 
 func (kindBase) duration() forRule            { return forPositive }
 func (kindBase) needs() needs                 { return needs{} }
-func (kindBase) traits() traits               { return traits{} }
+func (kindBase) sharing() sharing             { return sharing{} }
 func (kindBase) check(*compiled, Setup) error { return nil }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/internal/field"
 )
 
@@ -220,7 +221,7 @@ func describeLinks(c *compiled, w world, t target, links []string) string {
 		}
 	case ShapeClient:
 		what = fmt.Sprintf("%s from every node", clientsText(c, t.clients))
-		if c.kind.traits().gates {
+		if c.kind.sharing().gates {
 			what += " and from the resource"
 		}
 		if delay {
@@ -255,7 +256,7 @@ func describeLinks(c *compiled, w world, t target, links []string) string {
 
 // delays reports whether a link step delays rather than cuts: its kind
 // always does (latency), or it gives a "latency" (reply-loss).
-func delays(c *compiled) bool { return c.kind.traits().delays || !c.Latency.IsZero() }
+func delays(c *compiled) bool { return c.kind.traits().Has(history.SlowsLinks) || !c.Latency.IsZero() }
 
 func dirText(d cluster.Direction) string {
 	switch d {

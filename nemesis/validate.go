@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/internal/field"
 )
 
@@ -386,20 +387,22 @@ func conflicts(steps []*compiled, from int, s Setup, window func(*compiled) (fro
 				continue
 			}
 			ta, tb := a.kind.traits(), b.kind.traits()
+			failover := func(t history.TraitSet) bool { return t.Has(history.PromotesReplica) }
+			stops := func(t history.TraitSet) bool { return t.Has(history.StopsNode) }
 			why := ""
 			switch {
-			case ta.failover && tb.failover:
+			case failover(ta) && failover(tb):
 				why = "two failovers cannot overlap"
-			case ta.failover && tb.lifecycle, tb.failover && ta.lifecycle:
+			case failover(ta) && stops(tb), failover(tb) && stops(ta):
 				why = "a node cannot be killed, restarted or paused during a failover"
-			case ta.lifecycle && tb.lifecycle:
+			case stops(ta) && stops(tb):
 				if n := common(a.nodes(s), b.nodes(s)); n != "" {
 					why = fmt.Sprintf("both hit %s, and a node can be killed, restarted or paused by one step at a time", n)
 					if a.Node != "" || b.Node != "" {
 						why = "both may hit one node (a node chosen by \"node\" may be any), and a node can be killed, restarted or paused by one step at a time"
 					}
 				}
-			case ta.arms && tb.arms && a.LockStep == b.LockStep:
+			case ta.Has(history.ArmsStep) && tb.Has(history.ArmsStep) && a.LockStep == b.LockStep:
 				if a.holder() || b.holder() || commonInt(a.Clients, b.Clients) {
 					why = fmt.Sprintf("both arm lock step %q of the same client", a.LockStep)
 				}
@@ -426,7 +429,7 @@ func settingsConflict(a, b *compiled, s Setup) string {
 	_, sa := a.kind.(settingsKind)
 	_, sb := b.kind.(settingsKind)
 	switch {
-	case sa && b.kind.traits().failover, sb && a.kind.traits().failover:
+	case sa && b.kind.traits().Has(history.PromotesReplica), sb && a.kind.traits().Has(history.PromotesReplica):
 		return "a node's settings cannot be changed during a failover"
 	case sa && sb && a.Fault == b.Fault:
 		if common(a.nodes(s), b.nodes(s)) != "" {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tumbler-dev/tumbler/checker"
+	"github.com/tumbler-dev/tumbler/history"
 	"github.com/tumbler-dev/tumbler/spans"
 )
 
@@ -53,10 +54,10 @@ func TestJudge(t *testing.T) {
 		{"valid row, interrupted", valid, func(j *Facts) { j.Result = &checker.Result{Verdict: checker.Valid}; j.Interrupted = true }, false, "interrupted", checker.Valid, ExitUnknown},
 		{"valid row, unknown", valid, func(j *Facts) { j.Result = &checker.Result{Verdict: checker.Unknown} }, false, "observed unknown", checker.Unknown, ExitUnknown},
 		{"valid row, armed step never reached", valid, func(j *Facts) {
-			j.Result = &checker.Result{Verdict: checker.Valid, Faults: []checker.FaultWindow{{ID: "f1", Desc: "arm client 0", Arms: true}}}
+			j.Result = &checker.Result{Verdict: checker.Valid, Faults: []checker.FaultWindow{{ID: "f1", Desc: "arm client 0", Traits: history.TraitSet{history.StopsClient, history.ArmsStep}}}}
 		}, false, "fault f1 (arm client 0) was idle: no client reached the armed step", checker.Valid, ExitValid},
 		{"valid row, armed step reached", valid, func(j *Facts) {
-			j.Result = &checker.Result{Verdict: checker.Valid, Faults: []checker.FaultWindow{{ID: "f1", Arms: true, Fired: 1}}}
+			j.Result = &checker.Result{Verdict: checker.Valid, Faults: []checker.FaultWindow{{ID: "f1", Traits: history.TraitSet{history.StopsClient, history.ArmsStep}, Fired: 1}}}
 		}, true, "valid as expected", checker.Valid, ExitValid},
 		{"valid row, skipped fault", valid, func(j *Facts) {
 			j.Result = &checker.Result{Verdict: checker.Valid, Faults: []checker.FaultWindow{{ID: "f1", Desc: "restart n1", Skipped: true}}}

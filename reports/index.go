@@ -87,6 +87,7 @@ type faultRef struct{ ID, Anchor string }
 
 type faultView struct {
 	Anchor, ID, Kind, Targets, Desc, Start, Stop, Duration string
+	Traits                                                 string // what the fault does (history.Trait)
 	Idle                                                   string // checker.FaultWindow.Idle
 	Healed, StartShown, StopShown                          bool
 	StartAnchor, StopAnchor                                string
@@ -259,7 +260,7 @@ func (v *view) faultViews(shown func(int64) bool) []faultView {
 	var out []faultView
 	for _, f := range v.faults {
 		fv := faultView{
-			Anchor: faultAnchor(f.ID), ID: f.ID, Kind: f.Kind, Targets: strings.Join(f.Targets, ", "), Desc: f.Desc,
+			Anchor: faultAnchor(f.ID), ID: f.ID, Kind: f.Kind, Traits: f.Traits.String(), Targets: strings.Join(f.Targets, ", "), Desc: f.Desc,
 			Start: secs(f.Start), Stop: secs(f.Stop), Healed: f.Healed, Idle: f.Idle(),
 			Duration:   dur(time.Duration(f.Stop - f.Start)),
 			StartShown: f.StartOp >= 0 && shown(f.StartOp), StartAnchor: opAnchor(f.StartOp),

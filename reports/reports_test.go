@@ -277,7 +277,8 @@ func op(i int64, proc int, typ history.Type, f, key string, t int64) history.Op 
 
 func fault(i int64, f, id string, t int64) history.Op {
 	return history.Op{Index: i, Process: history.NemesisProcess, Type: history.Info, F: f, Time: t,
-		Fault: &history.Fault{ID: id, Kind: "partition", Targets: []string{"n1"}, Desc: "cut <n1> & friends"}}
+		Fault: &history.Fault{ID: id, Kind: "partition", Targets: []string{"n1"}, Desc: "cut <n1> & friends",
+			Traits: history.TraitSet{history.TouchesNode, history.IsolatesNode}}}
 }
 
 // Reports are written for degenerate runs too: no ops, only faults, an
@@ -314,7 +315,7 @@ func TestDegenerateRuns(t *testing.T) {
 			[]string{"The history was not checked: the run ended before its history was checked", "No operation was recorded", "No fault was injected"}, "not checked"},
 		{"no ops checked", Run{Name: "empty-checked", Result: mustCheck(t, nil)}, "VALID", []string{"No anomaly"}, ""},
 		{"only faults", Run{Name: "faults", Ops: onlyFaults, Result: resFaults}, "VALID",
-			[]string{"cut <n1> & friends", "never stopped", "f2"}, ""},
+			[]string{"cut <n1> & friends", "never stopped", "f2", "touches-node, isolates-node"}, ""},
 		{"skipped fault", Run{Name: "skipped", Ops: skippedFault, Result: resSkipped}, "VALID",
 			[]string{"idle: skipped: it never took effect"}, ""},
 		{"unknown verdict", Run{Name: "unknown", Ops: slowRelease, Result: unknownRes}, "UNKNOWN",

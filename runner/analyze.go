@@ -102,7 +102,7 @@ func Analyze(dir string, opts Options) (*Outcome, error) {
 	}
 	r.began = r.started
 
-	ops, herr := history.ReadFile(histPath)
+	ops, herr := ReadHistory(histPath)
 	var truncated *history.TruncatedError
 	var bad *history.LineError
 	switch {

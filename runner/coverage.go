@@ -1,8 +1,6 @@
 package runner
 
 import (
-	"slices"
-
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/coverage"
 	"github.com/tumbler-dev/tumbler/lock"
@@ -11,8 +9,10 @@ import (
 
 // CoverageSetup is what the dangerous windows need to know of the plan's
 // lock and topology (coverage.Setup), derived from the lock's traits
-// (variants.Info) and the topology's (cluster.Traits), with kinds the fault
-// kinds the run or the hunt draws from (none: the plan's own).
+// (variants.Info) and the topology's (cluster.Traits), with the traits of
+// kinds, the fault kinds the run or the hunt draws from (none: the plan's
+// own; a plan without faults reaches what it reaches, and every window
+// counts).
 func (p Plan) CoverageSetup(kinds []nemesis.Kind) coverage.Setup {
 	info, _ := p.Lock.Info() // an unknown lock: Validate says so
 	tr := p.Topology.Traits()
@@ -41,9 +41,7 @@ func (p Plan) CoverageSetup(kinds []nemesis.Kind) coverage.Setup {
 		}
 	}
 	for _, k := range kinds {
-		if !slices.Contains(s.Kinds, string(k)) {
-			s.Kinds = append(s.Kinds, string(k))
-		}
+		s.Traits = s.Traits.With(k.Traits()...)
 	}
 	return s
 }

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,21 +11,64 @@ import (
 	"github.com/tumbler-dev/tumbler/internal/field"
 	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/nemesis"
+	"github.com/tumbler-dev/tumbler/spans"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
 
-// Draw is what a random fault schedule is drawn from: the fault kinds (a
-// kind may repeat to weigh it), the mean interval between two scenes (zero:
-// the TTL) and how many faults may be active at once (zero:
-// nemesis.DefaultConcurrency).
+// Draw is what a random fault schedule is drawn from, in the plan's JSON
+// style (a hunt's hunt.json keeps it as "draw"): the fault kinds (a kind
+// may repeat to weigh it), the mean interval between two scenes (a span,
+// absolute or relative to the plan's TTL like the plan's own; zero: the
+// TTL) and how many faults may be active at once (zero: DefaultConcurrency,
+// filled in by Normalize).
 type Draw struct {
-	Kinds       []nemesis.Kind
-	Interval    time.Duration
-	Concurrency int
+	Kinds       []nemesis.Kind `json:"kinds,omitempty"`
+	Interval    spans.Span     `json:"interval,omitzero"`
+	Concurrency int            `json:"concurrency,omitempty"`
 	// Prefer, when set, weighs the scenes drawn (nemesis.GenOptions.Prefer:
 	// a guided hunt's weights); it changes what is drawn, and the drawn
 	// plan replays as any other.
 	Prefer func([]nemesis.Step) float64 `json:"-"`
+}
+
+// Normalize is the draw with its default filled in: at most
+// DefaultConcurrency faults at once unless told. It is the one place the
+// draw's default is declared, beside the plan's (Plan.Normalize); a
+// schedule is drawn from the normalized draw, and a hunt records it.
+func (d Draw) Normalize() Draw {
+	if d.Concurrency == 0 {
+		d.Concurrency = DefaultConcurrency
+	}
+	return d
+}
+
+// UnmarshalJSON reads a draw as it is written, and as hunt.json files
+// written before it had JSON names hold it: Go's field names, the interval
+// in nanoseconds ({"Kinds":["kill"],"Interval":0,"Concurrency":2}).
+func (d *Draw) UnmarshalJSON(b []byte) error {
+	// encoding/json matches a key to a field's name case-insensitively, so
+	// "Kinds" and "kinds" both land here; only the interval's number needs
+	// reading apart.
+	var v struct {
+		Kinds       []nemesis.Kind  `json:"kinds"`
+		Interval    json.RawMessage `json:"interval"`
+		Concurrency int             `json:"concurrency"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*d = Draw{Kinds: v.Kinds, Concurrency: v.Concurrency}
+	var ns int64
+	switch {
+	case len(v.Interval) == 0 || string(v.Interval) == "null":
+	case json.Unmarshal(v.Interval, &ns) == nil:
+		d.Interval = spans.Fixed(time.Duration(ns))
+	default:
+		if err := json.Unmarshal(v.Interval, &d.Interval); err != nil {
+			return fmt.Errorf("draw interval: %w", err)
+		}
+	}
+	return nil
 }
 
 // Validate checks the draw: known kinds, an interval and a concurrency
@@ -39,9 +83,9 @@ func (d Draw) Validate() error {
 	}
 	switch {
 	case err != nil:
-	case d.Interval < 0:
+	case d.Interval.Negative():
 		err = field.Errorf("draw.interval", "%v is negative", d.Interval)
-	case d.Interval != 0 && len(d.Kinds) == 0:
+	case !d.Interval.IsZero() && len(d.Kinds) == 0:
 		err = field.Errorf("draw.interval", "needs %v", field.Ref("draw.kinds"))
 	case d.Concurrency < 0:
 		err = field.Errorf("draw.concurrency", "%d: at least one fault must be able to run at a time", d.Concurrency)
@@ -57,8 +101,9 @@ func (d Draw) Validate() error {
 // its lock), in place of the plan's own. The same plan, seed and draw give
 // the same schedule. It is how "tumbler run --nemesis" and "tumbler hunt"
 // make their schedules, from a normalized plan (Normalize): the draw reads
-// its TTL, time limit, hold and liveness bound as they are. Errors wrap
-// ErrPlan and name the field at fault ("draw.kinds", "time_limit").
+// its TTL, time limit, hold and liveness bound as they are, and d
+// normalized (Draw.Normalize). Errors wrap ErrPlan and name the field
+// at fault ("draw.kinds", "time_limit").
 func (p Plan) WithDrawnFaults(seed int64, d Draw) (Plan, error) {
 	if err := d.Validate(); err != nil {
 		return Plan{}, err
@@ -81,15 +126,13 @@ func (p Plan) WithDrawnFaults(seed int64, d Draw) (Plan, error) {
 // takes a majority of independent masters, and the steps it reports are
 // where step faults may stop a client.
 func (p Plan) drawFaults(d Draw) ([]nemesis.Step, error) {
+	d = d.Normalize()
 	if len(d.Kinds) == 0 {
 		return nil, field.Errorf("draw.kinds", "no fault kinds to draw from")
 	}
 	info, err := p.Lock.Info() // a wrapper reports the steps of the lock it wraps
 	if err != nil {
 		return nil, field.Errorf("lock.variant", "%w", err)
-	}
-	if d.Concurrency == 0 {
-		d.Concurrency = nemesis.DefaultConcurrency
 	}
 	setup, err := p.probeSetup()
 	if err != nil {
@@ -130,7 +173,7 @@ func (p Plan) drawFaults(d Draw) ([]nemesis.Step, error) {
 		key = ""
 	}
 	np, err := nemesis.Generate(p.Seed, d.Kinds, nemesis.GenOptions{
-		Setup: setup, TTL: p.ttl(), TimeLimit: limit, Quiet: quiet, QuietAlways: latch, Interval: d.Interval,
+		Setup: setup, TTL: p.ttl(), TimeLimit: limit, Quiet: quiet, QuietAlways: latch, Interval: d.Interval.Resolve(p.ttl()),
 		Concurrency: d.Concurrency,
 		// The contended key: faults aim at its holder and its lease.
 		Key:        key,

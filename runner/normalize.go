@@ -27,6 +27,9 @@ const (
 	DefaultClients         = 4
 	DefaultKeys            = 1
 	DefaultReadFraction    = 0.75
+	// DefaultConcurrency is how many faults a drawn schedule may have
+	// active at once unless told (Draw.Normalize; --concurrency).
+	DefaultConcurrency = 2
 )
 
 // Normalize is the plan with every default filled in: the one place a

@@ -12,6 +12,7 @@ import (
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/lock/variants"
 	"github.com/tumbler-dev/tumbler/nemesis"
+	"github.com/tumbler-dev/tumbler/spans"
 	"github.com/tumbler-dev/tumbler/workloads"
 )
 
@@ -168,8 +169,9 @@ func TestDrawNamesTheField(t *testing.T) {
 		want string
 	}{
 		{Draw{Kinds: []nemesis.Kind{"meteor"}}, `draw.kinds: unknown fault "meteor"`},
-		{Draw{Kinds: []nemesis.Kind{nemesis.Kill}, Interval: -time.Second}, "draw.interval: -1s is negative"},
-		{Draw{Interval: time.Second}, "draw.interval: needs draw.kinds"},
+		{Draw{Kinds: []nemesis.Kind{nemesis.Kill}, Interval: spans.Fixed(-time.Second)}, "draw.interval: -1s is negative"},
+		{Draw{Kinds: []nemesis.Kind{nemesis.Kill}, Interval: spans.TTLs(-0.5)}, "draw.interval: -0.5ttl is negative"},
+		{Draw{Interval: spans.Fixed(time.Second)}, "draw.interval: needs draw.kinds"},
 		{Draw{Kinds: []nemesis.Kind{nemesis.Kill}, Concurrency: -1}, "draw.concurrency: -1: at least one fault"},
 	} {
 		if err := c.d.Validate(); !errors.Is(err, ErrPlan) || !strings.Contains(err.Error(), c.want) {
@@ -181,7 +183,7 @@ func TestDrawNamesTheField(t *testing.T) {
 	}
 	p := drawPlan(t, "single", 2)
 	p.TimeLimit = span(t, "1s")
-	_, err := p.WithDrawnFaults(1, Draw{Kinds: []nemesis.Kind{nemesis.Kill}, Interval: 4 * time.Second})
+	_, err := p.WithDrawnFaults(1, Draw{Kinds: []nemesis.Kind{nemesis.Kill}, Interval: spans.Fixed(4 * time.Second)})
 	if !errors.Is(err, ErrPlan) || !strings.Contains(err.Error(), "time_limit: no fault fits in 1s after the lead-in of half draw.interval") {
 		t.Errorf("no room for a fault: %v", err)
 	}

@@ -375,7 +375,7 @@ func (r *run) finish(runErr error) (*Outcome, error) {
 		if err := r.rec.Close(); err != nil {
 			r.log.Error("history file incomplete", "err", err)
 			checkErr = fmt.Sprintf("the history could not be written in full, so it was not checked: %v", err)
-		} else if r.ops, err = history.ReadFile(filepath.Join(r.dir, reports.HistoryFile)); err != nil {
+		} else if r.ops, err = ReadHistory(filepath.Join(r.dir, reports.HistoryFile)); err != nil {
 			checkErr = fmt.Sprintf("the history written by this run could not be read back: %v", err)
 		}
 		if checkErr == "" {

@@ -57,6 +57,9 @@ func ParseSpan(s string) (Span, error) {
 // Relative reports whether the span is a multiple of the TTL.
 func (s Span) Relative() bool { return s.rel }
 
+// Negative reports whether the span is below zero ("-2s", "-1ttl").
+func (s Span) Negative() bool { return s.rel && s.ttls < 0 || !s.rel && s.d < 0 }
+
 // IsZero reports whether the span is zero (absent from a plan).
 func (s Span) IsZero() bool { return !s.rel && s.d == 0 || s.rel && s.ttls == 0 }
 

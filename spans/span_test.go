@@ -30,6 +30,9 @@ func TestSpan(t *testing.T) {
 		if got := s.Resolve(ttl); got != tc.want {
 			t.Errorf("%q resolves to %v, want %v", tc.in, got, tc.want)
 		}
+		if s.Negative() != (tc.want < 0) {
+			t.Errorf("%q: negative %v", tc.in, s.Negative())
+		}
 		b, _ := json.Marshal(s)
 		if string(b) != `"`+tc.in+`"` {
 			t.Errorf("%q marshals as %s: not as read", tc.in, b)

@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -90,7 +89,6 @@ func (f *planFlags) workloadDefaults(fs *pflag.FlagSet, p *runner.Plan) {
 
 func (f *planFlags) bind(fs *pflag.FlagSet) {
 	p, l, w, d := &f.plan, &f.plan.Lock, &f.plan.Workload, &f.draw
-	d.Concurrency = nemesis.DefaultConcurrency
 	span := func(s *spans.Span) spans.SpanFlag { return spans.SpanFlag{S: s} }
 	before := map[string]bool{}
 	fs.VisitAll(func(fl *pflag.Flag) { before[fl.Name] = true })
@@ -130,8 +128,8 @@ func (f *planFlags) bind(fs *pflag.FlagSet) {
 	f.bool(fs, &w.ObeyLost, "obey-lost", "workload.obey_lost", "clients stop their critical section when the lock signals it is lost (watchdog)")
 	f.value(fs, span(&p.TimeLimit), "time-limit", "time_limit", fmt.Sprintf("how long clients start new operations (default %v)", runner.DefaultTimeLimit)).zero = fmt.Sprintf("a positive duration (omit it for %v)", runner.DefaultTimeLimit)
 	f.value(fs, (*nemesis.KindList)(&d.Kinds), "nemesis", "draw.kinds", "fault kinds to draw the schedule from, comma separated (repeat a kind to weigh it): "+kindList())
-	f.duration(fs, &d.Interval, "nemesis-interval", "draw.interval", "mean time between the starts of two fault scenes, half of it before the first (default: the TTL)").zero = "a positive duration (omit it for the TTL)"
-	f.int(fs, &d.Concurrency, "concurrency", "draw.concurrency", "at most this many faults active at once (at least 1; 1: one at a time, no compound scenes)").zero = "at least one fault must be able to run at a time"
+	f.value(fs, span(&d.Interval), "nemesis-interval", "draw.interval", "mean time between the starts of two fault scenes, half of it before the first, like 2s or 1.5ttl (default: the TTL)").zero = "a positive duration (omit it for the TTL)"
+	f.int(fs, &d.Concurrency, "concurrency", "draw.concurrency", fmt.Sprintf("at most this many faults active at once (at least 1; 1: one at a time, no compound scenes) (default %d)", runner.DefaultConcurrency)).zero = fmt.Sprintf("at least one fault at a time (omit it for %d)", runner.DefaultConcurrency)
 
 	fs.VisitAll(func(fl *pflag.Flag) {
 		if !before[fl.Name] {
@@ -154,11 +152,6 @@ func (f *planFlags) str(fs *pflag.FlagSet, p *string, name, path, def, usage str
 
 func (f *planFlags) int(fs *pflag.FlagSet, p *int, name, path, usage string) *planFlag {
 	fs.IntVar(p, name, *p, usage)
-	return f.add(name, path, func() bool { return *p == 0 })
-}
-
-func (f *planFlags) duration(fs *pflag.FlagSet, p *time.Duration, name, path, usage string) *planFlag {
-	fs.DurationVar(p, name, 0, usage)
 	return f.add(name, path, func() bool { return *p == 0 })
 }
 
