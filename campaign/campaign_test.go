@@ -309,6 +309,9 @@ func TestClassify(t *testing.T) {
 		{"only generic windows", func(f *Find) { f.Followed = []string{coverage.HolderStopped, coverage.AcquireStalled} }, "redlock", Generic},
 		{"a generic and a telling window", func(f *Find) { f.Followed = []string{coverage.HolderStopped, coverage.RestartEmpty} }, "redlock", Candidate},
 		{"no window at all", func(f *Find) { f.Followed = nil }, "redlock", Candidate},
+		// The row is not marked as the deployment's: another lock's
+		// restart empty is not known by it.
+		{"another lock, the deployment's window", func(*Find) {}, "redsync", Candidate},
 	} {
 		f := base
 		f.Like.Kinds = slices.Clone(base.Like.Kinds)
@@ -317,6 +320,64 @@ func TestClassify(t *testing.T) {
 		if f.Class != c.want || f.Why == "" {
 			t.Errorf("%s: %s (%s), want %s", c.name, f.Class, f.Why, c.want)
 		}
+	}
+}
+
+// TestClassifyByTheDeployment: a row that shows a failure of the
+// deployment (a restart empty, for single on one node) knows another
+// lock's find of the same shape, when the find followed only the
+// deployment's windows; not one that followed a window of the lock's own,
+// nor one on another topology class.
+func TestClassifyByTheDeployment(t *testing.T) {
+	cat := catalog(t)
+	cat[0].Deployment = true
+	base := Find{Kind: checker.NotLinearizable, Like: outcome.Like{Kinds: []checker.Kind{checker.NotLinearizable, checker.DoubleGrant}},
+		TopClass: "one node", Faults: []nemesis.Kind{nemesis.Kill}, Followed: []string{coverage.LeaseNodeFault, coverage.RestartEmpty, coverage.HolderStopped}}
+	for _, c := range []struct {
+		name   string
+		change func(*Find)
+		want   string
+	}{
+		{"the deployment's windows", func(*Find) {}, Known},
+		{"a window of the lock's own too", func(f *Find) { f.Followed = append(f.Followed, coverage.LostAcquireReply) }, Candidate},
+		{"another topology class", func(f *Find) { f.TopClass = "replicated" }, Candidate},
+		{"another anomaly", func(f *Find) { f.Like.Kinds = []checker.Kind{checker.StaleWrite} }, Candidate},
+		{"only generic windows", func(f *Find) { f.Followed = []string{coverage.HolderStopped} }, Generic},
+	} {
+		f := base
+		f.Like.Kinds, f.Followed = slices.Clone(base.Like.Kinds), slices.Clone(base.Followed)
+		c.change(&f)
+		Classify(&f, "redsync", cat)
+		if f.Class != c.want {
+			t.Errorf("%s: %s (%s), want %s", c.name, f.Class, f.Why, c.want)
+		}
+		if c.want == Known && (f.Row != "single-restart-empty" || !strings.Contains(f.Why, "deployment")) {
+			t.Errorf("%s: row %q, why %q", c.name, f.Row, f.Why)
+		}
+	}
+}
+
+// TestResort: a stored campaign's finds sorted again against another
+// catalog, and written back.
+func TestResort(t *testing.T) {
+	o := options(t, &world{})
+	s, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Resort(s.Dir, []scenarios.Scenario{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _, k := r.Counts(); k != 0 || c != 2 {
+		t.Errorf("against an empty catalog: %d candidates, %d known", c, k)
+	}
+	disk, err := Load(s.Dir)
+	if err != nil || len(disk.Finds) != len(s.Finds) || disk.Finds[0].Class != r.Finds[0].Class {
+		t.Errorf("not written back: %v", err)
+	}
+	if _, err := Resort(t.TempDir(), nil); !errors.Is(err, outcome.ErrInput) {
+		t.Errorf("no campaign: %v", err)
 	}
 }
 

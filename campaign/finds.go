@@ -114,29 +114,59 @@ func Signature(kind checker.Kind, like outcome.Like, minimal runner.Plan) string
 	return fmt.Sprintf("%s | %s | %s", kind, strings.Join(windows, "+"), strings.Join(shape, "+"))
 }
 
-// Classify sets f's class: known when a catalog row shows the same lock
-// on the same topology class with one of the find's anomaly kinds under a
-// fault of a family of the minimal plan's faults (a row with no faults
-// matches a minimal plan with none) — the same failure, not only the same
-// symptom: a double grant after a restart is not the row of a double
-// grant after a lost reply; generic when its anomaly followed windows and every one is
-// generic (coverage.Window: the limit of any lock without fencing or a
-// checked validity); else a candidate. It judges nothing about the run:
-// the anomaly is the checkers', the windows coverage's.
+// Classify sets f's class:
+//
+//   - known, when a catalog row shows the same lock on the same topology
+//     class with one of the find's anomaly kinds under a fault of a family
+//     of the minimal plan's faults (a row with no faults matches a minimal
+//     plan with none) — the same failure, not only the same symptom: a
+//     double grant after a restart is not the row of a double grant after
+//     a lost reply; or when the find's anomaly followed only windows of
+//     the deployment (coverage.Window.Deployment: a node restarted empty,
+//     a clock moved, a replica promoted without the key) and generic ones,
+//     and a row that shows a failure of the deployment (Scenario.Deployment)
+//     shows it the same way for another lock: any lock whose lease lives
+//     there fails so;
+//   - generic, when its anomaly followed windows and every one is generic
+//     (the limit of any lock without fencing or a checked validity);
+//   - else a candidate.
+//
+// It judges nothing about the run: the anomaly is the checkers', the
+// windows coverage's.
 func Classify(f *Find, lock string, catalog []scenarios.Scenario) {
 	f.Class, f.Row = Candidate, ""
-	for _, r := range catalog {
-		if r.Expect.Verdict != checker.Invalid || !slices.Contains(f.Like.Kinds, r.Expect.Kind) ||
-			r.Plan.Lock.Options.Label() != lock || Class(r.Plan.Topology) != f.TopClass || !sharesFault(r.Plan, f.Faults) {
-			continue
-		}
-		f.Class, f.Row = Known, r.Name
-		f.Why = fmt.Sprintf("known: catalog row %s shows %s on %s (%s) under %s", r.Name, r.Expect.Kind, lock, f.TopClass, faultKindsText(r.Plan))
-		return
+	same := func(r scenarios.Scenario) bool {
+		return r.Expect.Verdict == checker.Invalid && slices.Contains(f.Like.Kinds, r.Expect.Kind) &&
+			Class(r.Plan.Topology) == f.TopClass && sharesFault(r.Plan, f.Faults)
 	}
+	for _, r := range catalog {
+		if same(r) && r.Plan.Lock.Options.Label() == lock {
+			f.Class, f.Row = Known, r.Name
+			f.Why = fmt.Sprintf("known: catalog row %s shows %s on %s (%s) under %s", r.Name, r.Expect.Kind, lock, f.TopClass, faultKindsText(r.Plan))
+			return
+		}
+	}
+	var telling []string
 	generic := len(f.Followed) > 0
 	for _, w := range f.Followed {
 		generic = generic && coverage.IsGeneric(w)
+		if !coverage.IsGeneric(w) {
+			telling = append(telling, w)
+		}
+	}
+	deployment := len(telling) > 0
+	for _, w := range telling {
+		deployment = deployment && coverage.IsDeployment(w)
+	}
+	if deployment {
+		for _, r := range catalog {
+			if same(r) && r.Deployment {
+				f.Class, f.Row = Known, r.Name
+				f.Why = fmt.Sprintf("known: a failure of the deployment (%s), which catalog row %s shows for %s on %s under %s — any lock whose lease lives there fails so",
+					strings.Join(telling, ", "), r.Name, r.Plan.Lock.Options.Label(), f.TopClass, faultKindsText(r.Plan))
+				return
+			}
+		}
 	}
 	switch {
 	case generic:
@@ -145,12 +175,6 @@ func Classify(f *Find, lock string, catalog []scenarios.Scenario) {
 	case len(f.Followed) == 0:
 		f.Why = fmt.Sprintf("candidate: the %s followed no dangerous window tumbler knows", f.Kind)
 	default:
-		var telling []string
-		for _, w := range f.Followed {
-			if !coverage.IsGeneric(w) {
-				telling = append(telling, w)
-			}
-		}
 		f.Why = fmt.Sprintf("candidate: the %s followed %s, and no catalog row shows it for %s on %s", f.Kind, strings.Join(telling, ", "), lock, f.TopClass)
 	}
 }

@@ -174,3 +174,22 @@ func sameJSON(a, b any) bool {
 	y, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && bytes.Equal(x, y)
 }
+
+// Resort sorts a stored campaign's finds again (Classify) against catalog
+// (nil: the catalog of this tumbler) and writes campaign.json and its
+// page back: after a row was added for a find, or the windows' marks
+// changed, what a campaign found reads as it would now.
+func Resort(dir string, catalog []scenarios.Scenario) (*Summary, error) {
+	if catalog == nil {
+		catalog = scenarios.All()
+	}
+	s, err := Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	for i := range s.Finds {
+		Classify(&s.Finds[i], s.Lock, catalog)
+	}
+	s.ExitCode = exitCode(s)
+	return s, s.Write()
+}

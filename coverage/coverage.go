@@ -79,6 +79,14 @@ type Window struct {
 	// campaign sets finds that followed only generic windows apart from
 	// its candidates.
 	Generic bool
+	// Deployment: the window is the deployment's, not the lock's — a node
+	// of the lease that forgets it (restarted empty), expires it early
+	// (its clock moved), or is replaced by a replica without it, or any
+	// fault on a node the lease lives on: every lock whose lease lives
+	// there fails in it the same way. A campaign takes a find that
+	// followed only such windows (and generic ones) as known when a
+	// catalog row that shows a failure of the deployment shows it.
+	Deployment bool
 	// Traits are those of the faults that can reach it (any one of them):
 	// its judgement reads a fault's traits, never its kind's name.
 	Traits history.TraitSet

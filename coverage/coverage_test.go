@@ -316,6 +316,13 @@ func TestGenericWindows(t *testing.T) {
 			t.Errorf("%s: generic %v, want %v", w.Name, w.Generic, want)
 		}
 	}
+	deployment := []string{LeaseNodeFault, BareMajority, RestartEmpty, ClockPastValidity, PromotedLackingKey}
+	for _, w := range Windows() {
+		want := slices.Contains(deployment, w.Name)
+		if w.Deployment != want || IsDeployment(w.Name) != want || w.Deployment && w.Generic {
+			t.Errorf("%s: deployment %v (generic %v), want %v", w.Name, w.Deployment, w.Generic, want)
+		}
+	}
 	if IsGeneric("no-such-window") {
 		t.Error("an unknown window is generic")
 	}

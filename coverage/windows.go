@@ -42,16 +42,16 @@ var (
 // Windows are the dangerous windows, in the order reports list them.
 func Windows() []Window {
 	return []Window{
-		{Name: LeaseNodeFault, Label: "fault on a node of the live lease while it is held",
+		{Name: LeaseNodeFault, Deployment: true, Label: "fault on a node of the live lease while it is held",
 			Reason: "the lease lives only on its nodes: one that stops, forgets or expires it early while the holder holds can let another client in",
 			Traits: nodeTraits, applies: leases, judge: (*view).leaseNodeFaults},
-		{Name: BareMajority, Label: "lease resting on a bare majority",
+		{Name: BareMajority, Deployment: true, Label: "lease resting on a bare majority",
 			Reason: "with exactly a majority holding the lease, one node more that forgets it lets a second client gather a majority (Redlock)",
 			Traits: cutTraits, applies: quorum, judge: (*view).bareMajorities},
-		{Name: RestartEmpty, Label: "node of the lease restarted empty within the TTL",
+		{Name: RestartEmpty, Deployment: true, Label: "node of the lease restarted empty within the TTL",
 			Reason: "a node back without persistence before the lease expires grants the key again while its holder still holds",
 			Traits: startTraits, applies: leases, judge: (*view).restartsEmpty},
-		{Name: ClockPastValidity, Label: "clock of a lease node moved by more than the validity",
+		{Name: ClockPastValidity, Deployment: true, Label: "clock of a lease node moved by more than the validity",
 			Reason: "the node expires the key by its own clock, so another client is granted while the holder still believes itself valid",
 			Traits: clockTraits, applies: leases, judge: (*view).clocksPastValidity},
 		{Name: HolderStopped, Label: "holder stopped or cut off past its validity",
@@ -63,7 +63,7 @@ func Windows() []Window {
 		{Name: LateGrant, Label: "grant heard after its validity ran out",
 			Reason:  "the reply of an acquire came late — delayed, held by a frozen node, or read by a starved client — and its lease had expired before its holder heard of it: it acts on a lock another may hold, unless it checks (acquire-stalled's grants, whose client one stop held past the validity, are not counted again)",
 			Generic: true, Traits: lateTraits, applies: leases, judge: (*view).lateGrants},
-		{Name: PromotedLackingKey, Label: "replica promoted while lacking a held key",
+		{Name: PromotedLackingKey, Deployment: true, Label: "replica promoted while lacking a held key",
 			Reason: "asynchronous replication: a replica that never saw a write to the lock becomes the primary without it",
 			Traits: promoteTraits, applies: failover, judge: (*view).promotionsLackingKey},
 		{Name: LateRenewal, Label: "renewal late by more than the TTL",
@@ -146,4 +146,11 @@ func nodesList(xs []string) string { return strings.Join(xs, ", ") }
 func IsGeneric(name string) bool {
 	w, ok := Lookup(name)
 	return ok && w.Generic
+}
+
+// IsDeployment reports whether the window named name is the deployment's
+// (Window.Deployment); false for a name no window has.
+func IsDeployment(name string) bool {
+	w, ok := Lookup(name)
+	return ok && w.Deployment
 }

@@ -40,6 +40,12 @@ type Scenario struct {
 	NotReproduced string `json:"not_reproduced,omitempty"`
 	// Plan is the run; its seed is replaced by the seed of each run.
 	Plan runner.Plan `json:"plan"`
+	// Deployment: the row shows a failure of the deployment, not of its
+	// lock — a node restarted without persistence, a node's clock moved, a
+	// failover to a replica without the key —, which any lock whose lease
+	// lives there suffers the same way: a campaign takes another lock's
+	// find of the same shape as known by this row.
+	Deployment bool `json:"deployment,omitempty"`
 }
 
 //go:embed catalog/*.json

@@ -103,7 +103,7 @@ func (a *app) campaignCmd() *cobra.Command {
 	fs.StringVar(&f.shard, "shard", "", "be part i of n (i/n) of one campaign: the cells dealt round robin (join with \"campaign merge\")")
 	fs.StringVar(&f.store, "store", "store", "directory the campaign's directory goes under (store/campaigns)")
 	fs.BoolVar(&f.asJSON, "json", false, "print campaign.json instead of prose")
-	cmd.AddCommand(a.campaignMergeCmd())
+	cmd.AddCommand(a.campaignMergeCmd(), a.campaignSortCmd())
 	return cmd
 }
 
@@ -179,6 +179,32 @@ Exit codes as campaign.`,
 	}
 	cmd.Flags().StringVar(&out, "out", ".", "directory for the merged campaign.json and index.html")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the merged campaign.json instead of prose")
+	return cmd
+}
+
+func (a *app) campaignSortCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "sort DIR",
+		Short: "Sort a stored campaign's finds again against this tumbler's catalog (known, generic, candidate) and rewrite its campaign.json and page",
+		Long: `sort reads a campaign directory (campaign.json; store/campaigns/latest is the
+last campaign of a store), sorts its finds again against this tumbler's
+catalog and dangerous windows — after a row was added for one of its finds,
+say — and writes campaign.json and index.html back. The finds, their plans
+and replays are as the campaign recorded them; only their classes change.
+
+Exit codes as campaign.`,
+		Example: `  tumbler campaign sort store/campaigns/latest`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, dirs []string) error {
+			s, err := campaign.Resort(dirs[0], nil)
+			if err != nil {
+				return failed(err)
+			}
+			return a.campaignOutcome(s, nil, asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the campaign.json instead of prose")
 	return cmd
 }
 

@@ -158,6 +158,7 @@ func TestBadArguments(t *testing.T) {
 		{[]string{"campaign", "--budget", "1m", "--confirm", "0"}, []string{"--confirm"}},
 		{[]string{"campaign", "merge", "--out", t.TempDir()}, []string{"give the shards"}},
 		{[]string{"campaign", "merge", t.TempDir()}, []string{"no campaign here"}},
+		{[]string{"campaign", "sort", t.TempDir()}, []string{"no campaign here"}},
 		{[]string{"shrink"}, []string{"1 arg"}},
 		{[]string{"shrink", t.TempDir()}, []string{"not a stored run"}},
 		{[]string{"shrink", t.TempDir(), "--replays", "2", "--need", "3"}, []string{"need 3", "replays"}},
