@@ -378,11 +378,22 @@ func (c *campaigner) loop(ctx context.Context) error {
 			c.s.Stopped, c.s.Interrupted = "interrupted", true
 			return nil
 		}
+		// A cell gets an even share of what is left, and at least enough
+		// for its hunt to make one run: a budget too small for every cell
+		// hunts the first cells and leaves the rest unhunted, said so.
 		share := c.left() / time.Duration(len(todo)-n)
 		limit := c.s.Template.TimeLimit.Resolve(c.s.Template.TTL.Resolve(0))
-		if share < limit {
+		least := time.Duration(float64(limit) / HuntShare)
+		if c.left() < least {
 			c.s.Stopped = fmt.Sprintf("budget spent: %d of %d cells hunted", n, len(todo))
 			return nil
+		}
+		if share < least {
+			if n == 0 {
+				c.o.Log.Warn("campaign: the budget gives each cell less than one run; the first cells get one run's time each and the rest go unhunted",
+					"budget", c.o.Budget, "cells", len(todo), "per cell at least", least)
+			}
+			share = least
 		}
 		if err := c.cell(ctx, i, n+1, len(todo), share); err != nil {
 			return err

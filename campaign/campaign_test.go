@@ -404,3 +404,21 @@ func TestSignature(t *testing.T) {
 		}
 	}
 }
+
+// TestCampaignSmallBudget: a budget that gives each cell less than one run
+// (8 s for 4 cells whose runs take 4 s) still hunts, a run's time per cell
+// while the budget lasts, rather than stopping before the first cell.
+func TestCampaignSmallBudget(t *testing.T) {
+	o := options(t, &world{})
+	o.Topologies, o.Budget = []string{"independent:1", "independent:3"}, 8*time.Second
+	s, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := s.Cells[0]; c.Hunt == "" || c.Tried == 0 {
+		t.Errorf("the first cell was not hunted: %+v; stopped %q", c, s.Stopped)
+	}
+	if c := s.Cells[0]; c.Budget < 6*time.Second {
+		t.Errorf("the first cell's share %v is less than one run's", c.Budget)
+	}
+}
