@@ -187,6 +187,41 @@ func TestHolderStoppedPastItsValidity(t *testing.T) {
 	}
 }
 
+// TestHolderStoppedPastTheTTL: a lock that exposes no validity still
+// leases its key for a TTL, which a stopped or cut-off holder cannot
+// renew. A cut-off holder that the lock's own loss signal stopped is not
+// this window (the signal's timing is the lock's), a stopped one is.
+func TestHolderStoppedPastTheTTL(t *testing.T) {
+	noExpiry := history.NoExpiryAfter/ms + 1
+	for _, c := range []struct {
+		name        string
+		kind        string
+		start, stop int64
+		lost        int64 // the lock's loss signal, 0: none (released at 2500)
+		want        int
+	}{
+		{"cut off past the TTL", "client-partition", 300, 1600, 0, 1},
+		{"cut off within the TTL", "client-partition", 300, 1200, 0, 0},
+		{"cut off, told late by the lock", "client-partition", 300, 1600, 1500, 0},
+		{"stopped, told late by the lock", "client-pause", 300, 1600, 1500, 1},
+		{"cut off, told in time", "client-partition", 300, 1600, 1200, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := &hist{}
+			if c.lost > 0 {
+				h.hold(0, 100, noExpiry, 0)
+				h.add(history.Op{Process: 0, Client: 0, Type: history.Info, F: history.Lost, Key: "tumbler:0", Value: "owner-a", Time: c.lost * ms})
+			} else {
+				h.hold(0, 100, noExpiry, 2500)
+			}
+			h.fault(history.Fault{ID: "f0", Kind: c.kind, Targets: []string{"client:0"}}, c.start, c.stop)
+			if w := reached(t, judge(t, one, h), HolderStopped); w.Reached != c.want {
+				t.Fatalf("reached %d, want %d: %+v", w.Reached, c.want, w)
+			}
+		})
+	}
+}
+
 func TestClockPastValidity(t *testing.T) {
 	for _, c := range []struct {
 		offset time.Duration

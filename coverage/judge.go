@@ -305,7 +305,14 @@ func (v *view) holdersStopped() []Reach {
 		}
 		cs := clients(f)
 		for _, h := range v.holds {
-			if !slices.Contains(cs, h.Client) || history.NoExpiry(h.ValidUntil) {
+			if !slices.Contains(cs, h.Client) {
+				continue
+			}
+			if history.NoExpiry(h.ValidUntil) {
+				if r, ok := v.stoppedPastTTL(f, h); ok {
+					out = append(out, r)
+					break
+				}
 				continue
 			}
 			// Stopped while its lease was valid (an acquire on its way
@@ -321,6 +328,28 @@ func (v *view) holdersStopped() []Reach {
 		}
 	}
 	return out
+}
+
+// stoppedPastTTL is holder-stopped for a lock that exposes no validity:
+// its lease is still the key's TTL, which a holder that cannot reach the
+// nodes (stopped, or cut off) cannot renew, so the key lapses at most a
+// TTL after the fault began. The window is reached when the fault began
+// while the lease was held, outlasted the TTL, and the holder still
+// believed it held when the key lapsed — unless the holder was only cut
+// off (it still runs) and gave the lock up on the lock's own loss signal:
+// a holder that obeys such a signal checks its lease, and a signal that
+// comes too late is the lock's failure, not this limit.
+func (v *view) stoppedPastTTL(f fault, h checker.Hold) (Reach, bool) {
+	lapse := f.Start + int64(v.s.TTL)
+	switch {
+	case v.s.TTL <= 0, f.Start < v.acquired(h), f.Start >= h.HeldUntil, f.Effect <= lapse, h.HeldUntil <= lapse:
+		return Reach{}, false
+	case h.HeldUntilBy == "lost" && !f.Traits.Has(history.StopsClient):
+		return Reach{}, false
+	}
+	return Reach{From: f.Start, To: f.Effect, Faults: []string{f.ID},
+		Note: fmt.Sprintf("client %d stopped by %s %v past the TTL of its lease on %q (the lock exposes no validity)", h.Client, f.Kind,
+			time.Duration(f.Effect-lapse).Round(time.Millisecond), h.Key)}, true
 }
 
 func (v *view) bareMajorities() []Reach {
