@@ -108,7 +108,7 @@ var tableOrder = []string{
 	"symfony-redisstore-failover", "symfony-combined-restart-empty", "laravel-lock-failover",
 	"lock-key-evicted", "noeviction-oom", "refused-writes-release", "retried-commands-reply-loss", "retried-setnx-reply-loss", "reentrant-retried-release",
 	// Found by tumbler (docs/analyses): failures no tracker reported.
-	"redislock-token-prefix",
+	"redislock-token-prefix", "rueidislock-late-cancel",
 }
 
 // All returns every catalog row in the catalog's order.
