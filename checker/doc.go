@@ -54,6 +54,12 @@
 //     accept time, and accepted writes of one key are ordered by it (then
 //     by index).
 //   - read (counter): the ok record's Value is the value read (base 10).
+//   - valid: the holder asked its lock's library whether its lease still
+//     holds (lock.Validator, check_validity): ok when the library said
+//     so, ValidUntil the end it gave (if any); fail when it did not; info
+//     no answer. It acts under a lease as a release does and moves no
+//     validity: the stale-writes checker judges a write by its lease as
+//     granted and extended, and names the library's last answer.
 //   - a read-write lock's acquire, release and extend carry Mode "read" or
 //     "write" (Subject.Shape lock.KindReadWrite).
 //   - enqueue (fair lock, Subject.Fair): an attempt that left the waiter

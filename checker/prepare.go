@@ -200,10 +200,10 @@ func prepare(ops []history.Op, cfg Config) (*prepared, error) {
 }
 
 // leaseOp: an op that acts under a lease (a release, an extend, a
-// resource request).
+// resource request, a question to the library about the lease).
 func leaseOp(f string) bool {
 	switch f {
-	case history.Release, history.Extend, history.Write, history.Read:
+	case history.Release, history.Extend, history.Write, history.Read, history.Valid:
 		return true
 	}
 	return false

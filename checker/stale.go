@@ -11,20 +11,59 @@ import (
 // leaseValidity answers "until when did the writer believe its lease
 // valid at time t": the largest validity of the lease's ok acquire and of
 // its ok extends that returned by t, and of what the write itself carried.
+// The library's own answers (ok valid calls) move no validity: they are
+// claims the writes are judged against, not leases.
 type leaseValidity struct {
 	p       *prepared
 	extends map[int32][]*call // ok extends per lease
+	claims  map[int32][]*call // ok valid calls per lease: the library said it holds
 }
 
 func newLeaseValidity(p *prepared) *leaseValidity {
-	lv := &leaseValidity{p: p, extends: map[int32][]*call{}}
+	lv := &leaseValidity{p: p, extends: map[int32][]*call{}, claims: map[int32][]*call{}}
 	for i := range p.calls {
 		c := &p.calls[i]
-		if c.f == history.Extend && c.typ == history.OK && c.lease >= 0 {
+		if c.typ != history.OK || c.lease < 0 {
+			continue
+		}
+		switch c.f {
+		case history.Extend:
 			lv.extends[c.lease] = append(lv.extends[c.lease], c)
+		case history.Valid:
+			lv.claims[c.lease] = append(lv.claims[c.lease], c)
 		}
 	}
 	return lv
+}
+
+// claim is the library's latest answer that w's lease was valid, given
+// before w was invoked, or nil.
+func (lv *leaseValidity) claim(w *call) *call {
+	var out *call
+	if w.lease < 0 {
+		return nil
+	}
+	for _, c := range lv.claims[w.lease] {
+		if c.ret <= w.call && (out == nil || c.ret > out.ret) {
+			out = c
+		}
+	}
+	return out
+}
+
+// claimClause says what the library answered before the write, if it was
+// asked: "; its library had said at 2.150 s (op 41) that the lock was
+// still valid (until 3.900 s)".
+func (lv *leaseValidity) claimClause(w *call) string {
+	c := lv.claim(w)
+	if c == nil {
+		return ""
+	}
+	until := ""
+	if c.vu > 0 {
+		until = " (" + history.ValidUntilText(c.vu) + ")"
+	}
+	return fmt.Sprintf("; its library had said at %s (op %d) that the lock was still valid%s", secs(c.ret), c.opIndex(), until)
 }
 
 // at returns the validity and whether the writer had a lease at all.
@@ -123,7 +162,7 @@ func checkStaleWrites(p *prepared, _ *Result, r *report) {
 			lease = fmt.Sprintf("although it held no lease on %q", c.key)
 		}
 		a := Anomaly{Key: c.key, Ops: []int64{c.opIndex()}, Clients: []int{c.client}, From: from, To: c.ret}
-		what := fmt.Sprintf("client %d's write of %q to %q (op %d) was accepted at %s, %s", c.client, c.value, c.key, c.opIndex(), secs(c.ret), lease)
+		what := fmt.Sprintf("client %d's write of %q to %q (op %d) was accepted at %s, %s%s", c.client, c.value, c.key, c.opIndex(), secs(c.ret), lease, lv.claimClause(c))
 		h := hi.other(c.key, c.proc, from, c.ret)
 		switch {
 		case h == nil:

@@ -48,10 +48,12 @@ func initAt(m protocol.Manifest, addrs []string, key string, ttl time.Duration, 
 	return in
 }
 
-// start installs the client and runs it with in; its stderr is shown if
+// start installs the client and runs it with in, as a run does (its
+// locks answer valid if its manifest says so); its stderr is shown if
 // the test fails. A missing interpreter or package fails the test with the
 // Debian packages to install (Manifest.Install's probe), never skips it.
-func start(t testing.TB, name string, in protocol.Init) *protocol.Process {
+// Each tweak edits the program's Config first.
+func start(t testing.TB, name string, in protocol.Init, tweaks ...func(*protocol.Config)) *protocol.Process {
 	t.Helper()
 	m, err := protocol.Lookup(name)
 	if err != nil {
@@ -70,7 +72,11 @@ func start(t testing.TB, name string, in protocol.Init) *protocol.Process {
 			mu.Unlock()
 		}
 	})
-	p, err := protocol.Start(protocol.Config{Name: name, Command: inst.Command, Env: inst.Env, Init: in, Log: lockedWriter{&mu, &log}})
+	cfg := protocol.Config{Name: name, Command: inst.Command, Env: inst.Env, Init: in, Log: lockedWriter{&mu, &log}, AnswersValid: m.AnswersValid}
+	for _, tw := range tweaks {
+		tw(&cfg)
+	}
+	p, err := protocol.Start(cfg)
 	if err != nil {
 		t.Fatalf("start client %s: %v", name, err)
 	}

@@ -35,6 +35,13 @@ const (
 	Lost    = "lost"    // the lock told its holder the lease is gone (watchdog)
 	Pause   = "pause"   // the client was stopped (informational, from the client's view)
 	Message = "message" // free-form note (harness lifecycle)
+	// Valid: the holder asked its lock's library, before acting, whether
+	// its lease is still valid (lock.Validator; a workload that checks
+	// validity). ok: the library said it is, with the end it gave in
+	// ValidUntil (none when it gave none); fail: it said it is not; info:
+	// no answer. The answer is the library's claim: it moves no lease's
+	// validity (only an ok extend does).
+	Valid = "valid"
 
 	// Redisson's other synchronizers (package lock's siblings of Locker).
 	// A semaphore's permits are acquire and release ops, a read-write

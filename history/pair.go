@@ -12,7 +12,7 @@ import "iter"
 // record (crash, lost, pause, message) is a single event.
 func IsCall(f string) bool {
 	switch f {
-	case Acquire, Release, Extend, Write, Read, Enqueue, Dequeue, Init, CountDown, Await:
+	case Acquire, Release, Extend, Write, Read, Valid, Enqueue, Dequeue, Init, CountDown, Await:
 		return true
 	}
 	return false

@@ -67,7 +67,7 @@ func TestPending(t *testing.T) {
 	if p.Len() != 1 {
 		t.Errorf("Len = %d, want 1", p.Len())
 	}
-	if !IsCall(Await) || IsCall(Crash) || IsCall(Start) {
+	if !IsCall(Await) || !IsCall(Valid) || IsCall(Crash) || IsCall(Start) {
 		t.Error("IsCall disagrees with the history contract")
 	}
 }

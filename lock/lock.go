@@ -78,3 +78,26 @@ type Locker interface {
 	// extend, returning the new lease. ErrNotHeld when it was lost.
 	Extend(ctx context.Context, l Lease) (Lease, error)
 }
+
+// Validity is a lock library's own verdict on a lease, given when it was
+// asked: whether the lease still holds, on the library's clocks, and, if
+// the library says, until when.
+type Validity struct {
+	// Valid: the library says its caller still holds the lock.
+	Valid bool
+	// Until is the end the library gave (its remaining lifetime counted
+	// from its answer), on this process's clock; zero when it gave none.
+	Until time.Time
+}
+
+// Validator is a Locker that can ask its library, at the moment its
+// caller is about to act, whether a lease it granted is still valid (as
+// Symfony's Lock::isExpired and getRemainingLifetime answer, on the
+// client's wall clock). A workload that checks validity asks it before
+// every protected action and acts only on a valid answer; a Locker without
+// it is judged by the ValidUntil its lease carried from the grant. Valid
+// returns ErrUnknown (wrapped) when no answer came.
+type Validator interface {
+	Locker
+	Valid(ctx context.Context, l Lease) (Validity, error)
+}

@@ -51,7 +51,7 @@ func startProgram(ctx context.Context, cl ClientLock, trace io.Writer) (*protoco
 		name = strings.Join(m.Command, " ")
 	}
 	cfg := protocol.Config{Name: name, Command: inst.Command, Dir: inst.Dir, Env: inst.Env,
-		Init: protocolInit(cl, m), ClockShim: shim, SameGroup: workloads.IsWorker(), Trace: trace}
+		Init: protocolInit(cl, m), ClockShim: shim, SameGroup: workloads.IsWorker(), Trace: trace, AnswersValid: m.AnswersValid}
 	var logFile *os.File
 	if cl.ClientLog != "" {
 		if err := os.MkdirAll(filepath.Dir(cl.ClientLog), 0o755); err != nil {

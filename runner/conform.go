@@ -59,6 +59,9 @@ const (
 	// ConformUnexpectedPass: a documented deviation did not show: the
 	// manifest is out of date.
 	ConformUnexpectedPass = "unexpected pass"
+	// ConformNotApplicable: the check is about something the client does
+	// not declare (Valid, for a client without answers_valid).
+	ConformNotApplicable = "not applicable"
 )
 
 // ConformCheck is one check's outcome.
@@ -212,6 +215,8 @@ func (ck *conformer) run(ctx context.Context, check conform.Check, t conform.Tar
 	}
 	why, deviates := ck.manifest.Conform.Deviations[check.Name]
 	switch {
+	case errors.Is(err, conform.ErrNotApplicable):
+		out.Outcome, out.Detail = ConformNotApplicable, err.Error()
 	case err != nil && deviates:
 		out.Outcome, out.Detail = ConformDeviation, why+" (here: "+err.Error()+")"
 	case err != nil:

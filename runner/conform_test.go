@@ -10,6 +10,7 @@ import (
 	"time"
 
 	_ "github.com/tumbler-dev/tumbler/clients" // the shipped clients
+	"github.com/tumbler-dev/tumbler/internal/clienttest"
 	"github.com/tumbler-dev/tumbler/lock/conform"
 	"github.com/tumbler-dev/tumbler/lock/protocol"
 )
@@ -43,6 +44,9 @@ func TestConformShippedClients(t *testing.T) {
 				if _, deviates := m.Conform.Deviations[c.Name]; deviates {
 					want = ConformDeviation
 				}
+				if c.Name == conform.Valid && !m.AnswersValid {
+					want = ConformNotApplicable
+				}
 				if c.Name != conform.Checks[i].Name || c.Outcome != want || c.Took <= 0 {
 					t.Errorf("check %d: %s %s (%v): %s; want %s %s", i, c.Name, c.Outcome, c.Took, c.Detail, conform.Checks[i].Name, want)
 				}
@@ -57,6 +61,64 @@ func TestConformShippedClients(t *testing.T) {
 			}
 			if logs, _ := filepath.Glob(filepath.Join(res.Dir, "clients", "contender-*.log")); len(logs) < 8 {
 				t.Errorf("clients' logs %v: want one per contender (at least the 8 of mutual exclusion)", logs)
+			}
+		})
+	}
+}
+
+// TestConformValidAnswers: a client directory whose manifest declares
+// answers_valid has its answers checked: the reference client answering
+// from its key in Redis (its token there, and the key's PTTL) passes
+// Valid, and the same client answering "valid" whatever it is asked fails
+// it, so conform fails.
+func TestConformValidAnswers(t *testing.T) {
+	const unsupported = `    return {"type": "fail", "error": "unsupported request " + t}`
+	for _, tc := range []struct {
+		name, answer string
+		want         string
+	}{
+		{"from-redis", `    if t == "valid":
+        left = r.pttl(key) if r.get(key) == req["lease"]["token"].encode() else -2
+        return {"type": "ok", "valid": True, "remaining_ms": left} if left > 0 else {"type": "ok", "valid": False}
+`, ConformPass},
+		{"always-valid", `    if t == "valid":
+        return {"type": "ok", "valid": True}
+`, ConformFail},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prog := clienttest.ReferenceCopy(t, "client.py", [2]string{unsupported, tc.answer + unsupported})
+			dir := filepath.Join(filepath.Dir(prog), "valid-"+tc.name)
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(prog, filepath.Join(dir, "client.py")); err != nil {
+				t.Fatal(err)
+			}
+			manifest := `{"name": "valid-` + tc.name + `", "command": ["/usr/bin/python3", "client.py"], "library": "tumbler reference, answering valid",
+  "kind": "lock", "answers_valid": true, "doc": "the reference client with a valid answer", "source": "clients/PROTOCOL.md"}`
+			if err := os.WriteFile(filepath.Join(dir, protocol.ManifestFile), []byte(manifest), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			res, err := Conform(ctx, ConformOptions{Client: protocol.Program{Dir: dir}, Store: t.TempDir()})
+			if err != nil {
+				t.Fatalf("conform: %v", err)
+			}
+			for _, c := range res.Checks {
+				want := ConformPass
+				if c.Name == conform.Valid {
+					want = tc.want
+				}
+				if c.Outcome != want {
+					t.Errorf("check %s: %s (%s), want %s", c.Name, c.Outcome, c.Detail, want)
+				}
+				if c.Name == conform.Valid && want == ConformFail && !strings.Contains(c.Detail, "still valid") {
+					t.Errorf("check Valid failed saying %q, want it to say the lease was called still valid after its TTL", c.Detail)
+				}
+			}
+			if res.Passed() != (tc.want == ConformPass) {
+				t.Errorf("Passed() = %v with Valid %s", res.Passed(), tc.want)
 			}
 		})
 	}

@@ -284,7 +284,7 @@ func (s *session) critical(ctx context.Context, l lock.Locker, lost <-chan struc
 	}
 	switch s.cfg.Kind {
 	case FencedWrite:
-		if !s.hold(ctx, l, lost) || !s.mayAct(lost) {
+		if !s.hold(ctx, l, lost) || !s.mayAct(ctx, l, lost) {
 			return 0
 		}
 		if s.step(key, StepBeforeWrite) != nil {
@@ -295,7 +295,7 @@ func (s *session) critical(ctx context.Context, l lock.Locker, lost <-chan struc
 		s.resource(ctx, history.Write, key, fmt.Sprintf("%d:%d:%d", s.client, l.Token, s.seq))
 		return 1
 	case Counter:
-		if !s.mayAct(lost) {
+		if !s.mayAct(ctx, l, lost) {
 			return 0
 		}
 		read, err := s.resource(ctx, history.Read, key, "")
@@ -306,12 +306,18 @@ func (s *session) critical(ctx context.Context, l lock.Locker, lost <-chan struc
 		if err != nil {
 			return 1 // not a counter value: the history shows what was read
 		}
-		if !s.hold(ctx, l, lost) || !s.mayAct(lost) || s.step(key, StepBeforeWrite) != nil {
+		if !s.hold(ctx, l, lost) || !s.mayAct(ctx, l, lost) || s.step(key, StepBeforeWrite) != nil {
 			return 1
 		}
 		s.resource(ctx, history.Write, key, strconv.FormatInt(v+1, 10))
 		return 2
 	default:
+		// A lock whose library answers for its lease is asked before the
+		// hold, the mutex workload's one action; any other holds as it
+		// always did.
+		if _, asks := l.(lock.Validator); asks && !s.mayAct(ctx, l, lost) {
+			return 0
+		}
 		s.hold(ctx, l, lost)
 		return 0
 	}
@@ -379,15 +385,55 @@ func (s *session) extend(ctx context.Context, l lock.Locker) bool {
 	return true
 }
 
-// mayAct is the client's own judgement before touching the resource.
-func (s *session) mayAct(lost <-chan struct{}) bool {
+// mayAct is the client's own judgement before touching the resource. With
+// CheckValidity, a lock whose library answers for its leases
+// (lock.Validator) is asked, and its answer recorded; any other lock's
+// lease is judged by the ValidUntil it carried from its grant.
+func (s *session) mayAct(ctx context.Context, l lock.Locker, lost <-chan struct{}) bool {
 	if s.out.dead() {
 		return false
 	}
 	if s.cfg.ObeyLost && closed(lost) {
 		return false
 	}
-	return !s.cfg.CheckValidity || s.currentLease().Valid(time.Now())
+	if !s.cfg.CheckValidity {
+		return true
+	}
+	if v, ok := l.(lock.Validator); ok {
+		return s.askValid(ctx, v)
+	}
+	return s.currentLease().Valid(time.Now())
+}
+
+// errNotValid completes a valid call whose library said the lease is no
+// longer valid.
+var errNotValid = fmt.Errorf("%w: the library says the lease is no longer valid", lock.ErrNotHeld)
+
+// askValid asks the library whether the current lease is still valid,
+// recorded as a valid call (not counted towards MaxOps or Rate, as a
+// client's extends are not): true only when it says so.
+func (s *session) askValid(ctx context.Context, v lock.Validator) bool {
+	held := s.currentLease()
+	inv := s.newOp(history.Invoke, history.Valid, v.Key(), held)
+	inv.ValidUntil = 0
+	s.out.record(inv)
+	vctx, cancel := context.WithTimeout(ctx, s.cfg.span(s.cfg.OpTimeout))
+	ans, err := v.Valid(vctx, held)
+	cancel()
+	if err == nil && !ans.Valid {
+		err = errNotValid
+	}
+	if err != nil {
+		s.complete(inv, err)
+		return false
+	}
+	ok := inv
+	ok.Type, ok.Time = history.OK, s.clock.Now()
+	if !ans.Until.IsZero() {
+		ok.ValidUntil = s.clock.Of(ans.Until)
+	}
+	s.out.record(ok)
+	return true
 }
 
 func closed(c <-chan struct{}) bool {

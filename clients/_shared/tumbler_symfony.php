@@ -8,7 +8,13 @@
 // createLockFromKey(new Key($name), $ttl, autoRelease: false) per acquire
 // (createLock does the same with a Key of its own; keeping the Key is what
 // Symfony offers to hand a lock on), acquire(false), refresh($ttl),
-// release(), getRemainingLifetime(). With per_request (the default), each
+// release(), getRemainingLifetime(), and, when tumbler asks whether a lease
+// is still valid (the valid request), isExpired() and
+// getRemainingLifetime() on the Lock that acquired it. With reuse_key, one
+// Key per lock name serves every acquisition of the client process, as an
+// application that keeps its Lock object (or its Key) around does: the
+// store's token lives in the Key, so every lease of that name carries the
+// same token. With per_request (the default), each
 // acquire…release cycle is one PHP-FPM request: the store and its
 // connections are built anew for it, as the application's container builds
 // them on every request (Requests in tumbler_client.php).
@@ -161,6 +167,9 @@ final class SymfonyClient
     private Requests $requests;
     private ?float $ttl;
     private int $stores = 1;
+    private bool $reuseKey;
+    /** @var array<string, Key> the Key of each lock name, with reuse_key */
+    private array $keys = [];
 
     private const WHY = [
         'nodes' => 'the client symfony locks one node; symfony-combined is Symfony\'s CombinedStore over every node',
@@ -172,7 +181,8 @@ final class SymfonyClient
     public function __construct(array $init, Session $session, bool $combined)
     {
         requireLock($init, $combined ? ['nodes'] : ['node', 'sentinel'], self::WHY);
-        $o = options($init, ['ttl' => ABSENT, 'initial_ttl' => 300.0, 'per_request' => true]);
+        $o = options($init, ['ttl' => ABSENT, 'initial_ttl' => 300.0, 'per_request' => true, 'reuse_key' => false]);
+        $this->reuseKey = boolean($o, 'reuse_key');
         $this->ttl = $o['ttl'] === ABSENT ? $init['ttl_ms'] / 1000 : number($o, 'ttl', 0.0, true);
         $initial = number($o, 'initial_ttl');
         if ($init['connect'] === 'sentinel') {
@@ -223,15 +233,17 @@ final class SymfonyClient
                 return $this->release($req['key'], $req['lease']['token']);
             case 'extend':
                 return $this->extend($req['key'], $req['lease']['token'], $req['ttl_ms'] / 1000);
+            case 'valid':
+                return $this->valid($req['lease']['token']);
         }
-        throw new Fail("unsupported request {$req['type']}: this client drives a lock (acquire, release, extend)");
+        throw new Fail("unsupported request {$req['type']}: this client drives a lock (acquire, release, extend, valid)");
     }
 
     private function acquire(string $name, int $waitMs): array
     {
         $request = $this->requests->open();
         try {
-            $key = new Key($name);
+            $key = $this->key($name);
             $lock = $request->factory->createLockFromKey($key, $this->ttl, false);
             if (!$this->attempt($lock, $waitMs)) {
                 $this->certain('not acquired: LockConflictedException (held by another owner, or no quorum)');
@@ -304,6 +316,40 @@ final class SymfonyClient
         return ['type' => 'ok', 'lease' => $this->lease($token, $lock)];
     }
 
+    /**
+     * What Symfony tells its caller of the lease now: isExpired() and
+     * getRemainingLifetime() on the Lock that acquired it, both read on
+     * this process's wall clock (Key::isExpired compares the expiring time
+     * it computed at the acquire or refresh with microtime). A lease of a
+     * previous process of this client has no such Lock here: Symfony's
+     * answer would come from a Key that never held it, so the client says
+     * it cannot vouch for it (fail).
+     */
+    private function valid(string $token): array
+    {
+        $held = $this->requests->held($token);
+        if ($held === null) {
+            throw new Fail('no Lock of this process acquired this lease (a previous process of the client did): nothing to ask');
+        }
+        $lock = $held[0];
+        $expired = $lock->isExpired();
+        $rep = ['type' => 'ok', 'valid' => !$expired];
+        $left = $lock->getRemainingLifetime();
+        if (!$expired && $left !== null) {
+            $rep['remaining_ms'] = max(0, (int) floor($left * 1000));
+        }
+        return $rep;
+    }
+
+    /** The Key of an acquisition: a new one, or with reuse_key the one this process keeps for the name. */
+    private function key(string $name): Key
+    {
+        if (!$this->reuseKey) {
+            return new Key($name);
+        }
+        return $this->keys[$name] ??= new Key($name);
+    }
+
     /** Throws Unknown if the call may have left the lock on a node though the library reported failure ($what). */
     private function certain(string $what): void
     {
@@ -323,6 +369,9 @@ final class SymfonyClient
         $request = $this->requests->open();
         $key = new Key($name);
         $key->setState(RedisStore::class, $token);
+        if ($this->reuseKey) {
+            $this->keys[$name] ??= $key; // the Key a user would have unserialized, kept from now on
+        }
         return [$request->factory->createLockFromKey($key, $this->ttl, false), $request];
     }
 

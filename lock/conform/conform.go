@@ -27,7 +27,12 @@ const (
 	Expiry          = "Expiry"
 	Extend          = "Extend"
 	LostReply       = "LostReply"
+	Valid           = "Valid"
 )
+
+// ErrNotApplicable is a check's error when it does not apply to the lock
+// (Valid, for a lock whose library does not answer for its leases).
+var ErrNotApplicable = errors.New("does not apply")
 
 // Target is the lock under check.
 type Target struct {
@@ -160,6 +165,7 @@ var Checks = []Check{
 	{Expiry, "a lease nobody releases expires about its TTL; its holder's late release is refused and frees nothing", expiry},
 	{Extend, "an extend within the validity keeps others out past the first TTL; an extend of a lease now another's is refused", extend},
 	{LostReply, "an acquire whose reply never comes is an unknown outcome (info), not a failure", lostReply},
+	{Valid, "a lock that answers for its leases (lock.Validator; answers_valid) says a lease is valid while held, within its TTL, and not valid once its TTL ran out unextended", validAnswers},
 }
 
 // ttl is the target's TTL for the timing checks.
@@ -448,5 +454,78 @@ func lostReply(ctx context.Context, t Target, key string) error {
 	case t.Hung != nil && t.Hung(aerr):
 		return fmt.Errorf("the client gave no answer of its own and was killed (%v): its library waits past the read timeout it was given", aerr)
 	}
+	return nil
+}
+
+// validAnswers runs validOnce, again (on a fresh key) when a loaded
+// machine made the first question come too late to mean anything, up to
+// three tries.
+func validAnswers(ctx context.Context, t Target, key string) error {
+	var err error
+	for try := 1; try <= 3; try++ {
+		k := key
+		if try > 1 {
+			k = fmt.Sprintf("%s:%d", key, try)
+		}
+		if err = validOnce(ctx, t, k); !errors.Is(err, errOverslept) {
+			return err
+		}
+	}
+	return fmt.Errorf("three tries asked too late after the grant: the machine is too loaded to judge valid")
+}
+
+func validOnce(ctx context.Context, t Target, key string) error {
+	ttl := t.ttl()
+	ls, err := t.contenders(key, ttl, 1)
+	if err != nil {
+		return err
+	}
+	l := ls[0]
+	v, ok := l.(judged).Locker.(lock.Validator)
+	if !ok {
+		return fmt.Errorf("%w: the lock does not answer for its leases (lock.Validator; a client's manifest: answers_valid)", ErrNotApplicable)
+	}
+	before := time.Now()
+	lease, err := l.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("acquire free lock: %w", err)
+	}
+	after := time.Now()
+	ans, err := v.Valid(ctx, lease)
+	answered := time.Now()
+	if err != nil {
+		return fmt.Errorf("asked whether a lease it had just granted is valid: %w", err)
+	}
+	if !ans.Valid {
+		if answered.Sub(before) >= ttl/2 {
+			return errOverslept
+		}
+		return fmt.Errorf("the library said a lease it granted %v before is not valid, within its TTL %v", answered.Sub(after).Round(time.Millisecond), ttl)
+	}
+	if !ans.Until.IsZero() && (ans.Until.Before(before) || ans.Until.After(answered.Add(ttl))) {
+		return fmt.Errorf("the library said the lease is valid until %v, not within the acquire's start and the answer's time plus the TTL (%v, %v]", ans.Until, before, answered.Add(ttl))
+	}
+	// Past every end the lease can have: the TTL from the call's end, and
+	// the validity it carried or the library gave, whichever is later.
+	end := after.Add(ttl)
+	if carries(lease) == "a validity" && lease.ValidUntil.After(end) {
+		end = lease.ValidUntil
+	}
+	if ans.Until.After(end) {
+		end = ans.Until
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Until(end) + ttl/4):
+	}
+	late, err := v.Valid(ctx, lease)
+	if err != nil {
+		return fmt.Errorf("asked whether a lease whose TTL ran out is valid: %w", err)
+	}
+	if late.Valid {
+		return fmt.Errorf("the library said a lease is still valid %v after its TTL %v ran out, unextended (it answered until %v)", time.Since(after.Add(ttl)).Round(time.Millisecond), ttl, late.Until)
+	}
+	_ = l.Release(ctx, lease) // expired: the outcome says nothing here
 	return nil
 }

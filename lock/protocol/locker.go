@@ -33,6 +33,9 @@ func (p *Process) Primitive(key string, opts ...lock.Option) (lock.Primitive, er
 	case lock.KindLatch:
 		return latch{l}, nil
 	}
+	if p.cfg.AnswersValid {
+		return validator{l}, nil
+	}
 	return l, nil
 }
 
@@ -120,6 +123,31 @@ func (l *locker) Extend(ctx context.Context, held lock.Lease) (lock.Lease, error
 	}
 	l.p.forget(held)
 	return l.p.lease(l.key, start, *rep.Lease), nil
+}
+
+// validator is a Locker over a program that answers the valid request.
+type validator struct{ *locker }
+
+// Valid asks the library whether held is still valid: an ok reply is its
+// answer (the remaining lifetime it gave counted from the reply), a fail
+// a lease it does not say is valid, an info no answer.
+func (v validator) Valid(ctx context.Context, held lock.Lease) (lock.Validity, error) {
+	w := v.p.wire(held)
+	rep, err := v.call(ctx, Request{Type: TypeValid, Lease: &w})
+	if err != nil {
+		return lock.Validity{}, err
+	}
+	switch rep.Type {
+	case TypeFail:
+		return lock.Validity{}, nil
+	case TypeInfo:
+		return lock.Validity{}, v.outcome(rep, lock.ErrUnknown)
+	}
+	out := lock.Validity{Valid: *rep.Valid}
+	if rep.RemainingMS != nil && out.Valid {
+		out.Until = time.Now().Add(time.Duration(*rep.RemainingMS) * time.Millisecond)
+	}
+	return out, nil
 }
 
 // lease is what the library told its caller, as a lock.Lease: the owner

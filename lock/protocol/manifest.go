@@ -56,6 +56,11 @@ type Manifest struct {
 	// (valid_until_ns); without it they carry none, and a lease is held
 	// until its release.
 	Validity bool `json:"validity,omitempty"`
+	// AnswersValid: the program answers the valid request, asking its
+	// library at that moment whether a lease is still valid (clients/
+	// PROTOCOL.md, "valid"); a run with check_validity asks it before
+	// every protected action.
+	AnswersValid bool `json:"answers_valid,omitempty"`
 	// ACL are the rights its library needs on the data nodes beyond those
 	// of tumbler's own locks (variants.ACL), in ACL SETUSER form: commands
 	// its scripts call, keys it writes besides the plan's.
@@ -132,7 +137,7 @@ func manifestJSONError(err error) error {
 // manifestFields are the JSON names of a manifest's fields.
 func manifestFields() []string {
 	full := Manifest{Name: "x", Command: []string{"x"}, Env: []string{"x"}, Shared: []string{"x"}, Library: "x", Packages: []string{"x"},
-		Probe: []string{"x"}, Validity: true, ACL: []string{"x"}, Options: map[string]string{"x": ""}, Conform: Conform{TTLMS: 1}, Doc: "x", Source: "x",
+		Probe: []string{"x"}, Validity: true, AnswersValid: true, ACL: []string{"x"}, Options: map[string]string{"x": ""}, Conform: Conform{TTLMS: 1}, Doc: "x", Source: "x",
 		Traits: lock.Traits{Kind: lock.KindLock, Servers: lock.Servers{AllNodes: true, CrossSlot: true, OddMasters: true, Accepts: []string{"x"}},
 			Grants: lock.Grants{Tokens: true, Reentrant: true, Fair: true}, Steps: []lock.Step{{Name: "x"}}}}
 	b, _ := json.Marshal(full)

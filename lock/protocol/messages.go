@@ -30,6 +30,10 @@ const (
 	TypeCountDown      = "count_down"
 	TypeAwait          = "await"
 	TypeCount          = "count"
+	// TypeValid asks the library whether a lease it granted is still
+	// valid, at that moment, on its own clocks (a client whose manifest
+	// declares answers_valid).
+	TypeValid = "valid"
 	// TypeContinue answers a client's step.
 	TypeContinue = "continue"
 )
@@ -162,6 +166,11 @@ type Reply struct {
 	// it to.
 	Held  bool   `json:"held,omitempty"`
 	Count *int64 `json:"count,omitempty"`
+	// Valid and RemainingMS answer a valid request: whether the library
+	// says the lease is still valid, and, if it says, its remaining
+	// lifetime in milliseconds.
+	Valid       *bool  `json:"valid,omitempty"`
+	RemainingMS *int64 `json:"remaining_ms,omitempty"`
 	// A step: its id, the step's name and the key.
 	ID   uint64 `json:"id,omitempty"`
 	Step string `json:"step,omitempty"`
@@ -214,6 +223,23 @@ func (r Reply) check(req Request) error {
 		if r.Count == nil {
 			return fmt.Errorf("an ok count without \"count\"")
 		}
+	case TypeValid:
+		return r.checkValid()
+	}
+	return nil
+}
+
+// checkValid says what is wrong with an ok reply to a valid request.
+func (r Reply) checkValid() error {
+	switch {
+	case r.Valid == nil:
+		return fmt.Errorf("an ok valid without \"valid\" (true or false: what the library says of the lease now)")
+	case r.RemainingMS == nil:
+		return nil
+	case *r.RemainingMS < 0:
+		return fmt.Errorf("an ok valid with a negative remaining_ms %d", *r.RemainingMS)
+	case !*r.Valid && *r.RemainingMS > 0:
+		return fmt.Errorf("an ok valid saying the lease is not valid with %d ms of it remaining", *r.RemainingMS)
 	}
 	return nil
 }

@@ -56,6 +56,9 @@ type Config struct {
 	// Trace, when set, receives every line exchanged with the program, as
 	// it went: "> " and the request, "< " and the client's line.
 	Trace io.Writer
+	// AnswersValid: the program answers the valid request (its manifest's
+	// answers_valid); its locks are then lock.Validators.
+	AnswersValid bool
 }
 
 // Process is the harness's side of one client program: it starts the

@@ -198,6 +198,8 @@ func (s *server) run(ctx context.Context, p lock.Primitive, req Request) (Reply,
 		}
 		lease, err := l.Extend(ctx, held.lease)
 		return s.granted(lease, held.mode, err)
+	case TypeValid:
+		return s.valid(ctx, p, req)
 	case TypeSetPermits:
 		sem, ok := p.(lock.Semaphore)
 		if !ok {
@@ -207,6 +209,36 @@ func (s *server) run(ctx context.Context, p lock.Primitive, req Request) (Reply,
 		return Reply{Set: &set}, err
 	}
 	return s.latch(ctx, p, req)
+}
+
+// valid answers a valid request: the lock's own answer when it is a
+// lock.Validator, else the validity of the lease as this process granted
+// it, on this process's monotonic clock.
+func (s *server) valid(ctx context.Context, p lock.Primitive, req Request) (Reply, error) {
+	held := s.held(req)
+	l, err := s.locker(p, "", held.mode)
+	if err != nil {
+		return Reply{}, err
+	}
+	var v lock.Validity
+	if lv, ok := l.(lock.Validator); ok {
+		if v, err = lv.Valid(ctx, held.lease); err != nil {
+			return Reply{}, err
+		}
+	} else if held.lease.ValidUntil.IsZero() {
+		return Reply{}, fmt.Errorf("%w: a lease this process did not grant: no validity to answer from", lock.ErrNotHeld)
+	} else if now := time.Now(); held.lease.Valid(now) {
+		v.Valid = true
+		if held.lease.ValidUntil.Before(lock.NoExpiry(held.lease.Start)) {
+			v.Until = held.lease.ValidUntil
+		}
+	}
+	rep := Reply{Valid: &v.Valid}
+	if v.Valid && !v.Until.IsZero() {
+		ms := max(0, time.Until(v.Until).Milliseconds())
+		rep.RemainingMS = &ms
+	}
+	return rep, nil
 }
 
 func (s *server) latch(ctx context.Context, p lock.Primitive, req Request) (Reply, error) {

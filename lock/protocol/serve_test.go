@@ -41,14 +41,19 @@ func serveClient() int {
 	return 0
 }
 
-// served starts tumbler's single lock on addr as a client program.
-func served(t testing.TB, addr, key string, ttl time.Duration) *Process {
+// served starts tumbler's single lock on addr as a client program; each
+// tweak edits its Config first.
+func served(t testing.TB, addr, key string, ttl time.Duration, tweaks ...func(*Config)) *Process {
 	t.Helper()
-	p, err := Start(Config{
+	cfg := Config{
 		Name: "go-single", Command: []string{os.Args[0]}, Env: []string{serveEnv + "=1", "GORACE=atexit_sleep_ms=0"},
 		Init: Init{Kind: lock.KindLock, Keys: []string{key}, TTLMS: ttl.Milliseconds(), Connect: ConnectNode,
 			Nodes: []Node{{Name: "n1", Addr: addr}}, ReadTimeoutMS: 1000},
-	})
+	}
+	for _, tw := range tweaks {
+		tw(&cfg)
+	}
+	p, err := Start(cfg)
 	if err != nil {
 		t.Fatalf("start the Go client: %v", err)
 	}
