@@ -93,7 +93,7 @@ var tableOrder = []string{
 	"single-client-partition", "redlock-minority-partition", "redlock-restart-empty",
 	"redlock-restart-delayed", "redlock-restart-aof-always", "redlock-clock-jump", "redlock-drift-within-factor",
 	"redlock-drift-beyond-factor", "redlock-gc-pause",
-	"redlock-pause-during-acquire", "redislock-pause-during-acquire", "rueidislock-node-clock-ahead",
+	"redlock-pause-during-acquire", "redislock-pause-during-acquire", "single-clock-jump", "rueidislock-node-clock-ahead",
 	"watchdog-long-section", "watchdog-gc-pause", "watchdog-starved-renewal", "watchdog-starved-renewal-checked",
 	"watchdog-renewal-blip", "reentrant-contention", "recipe-setnx-expire-crash", "recipe-setnx-del-slow",
 	"recipe-check-then-del", "recipe-getset-skew", "recipe-lua-timestamp-skew", "recipe-timer-renew",
