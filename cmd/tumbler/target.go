@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tumbler-dev/tumbler/access"
+	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/runner"
 )
 
@@ -40,8 +41,8 @@ func (f *targetFlags) bind(fs *pflag.FlagSet) {
 
 // bindWhere binds --provider and --external.
 func (f *targetFlags) bindWhere(fs *pflag.FlagSet) {
-	fs.StringVar(&f.provider, "provider", "", "who runs the servers: process (redis-server from PATH), docker or external (default process)")
-	fs.StringVar(&f.external, "external", "", "configuration file of an external deployment (implies --provider external)")
+	fs.StringVar(&f.provider, "provider", "", "who runs the servers: "+cluster.ProviderHelp())
+	fs.StringVar(&f.external, "external", "", "configuration file of an external deployment (implies --provider "+cluster.ExternalKind().Name+")")
 }
 
 // bindServer binds --server.
