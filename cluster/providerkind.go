@@ -99,10 +99,17 @@ func (e configErr) Unwrap() error        { return e.error }
 func Providers() []ProviderKind { return append([]ProviderKind(nil), providerKinds...) }
 
 // ProviderNames are the registered providers' names, in their order.
-func ProviderNames() []string {
-	out := make([]string, len(providerKinds))
-	for i, k := range providerKinds {
-		out[i] = k.Name
+func ProviderNames() []string { return ProviderNamesWith(func(ProviderKind) bool { return true }) }
+
+// ProviderNamesWith are the names of the providers for which has is true,
+// in their order: ProviderNamesWith(func(k ProviderKind) bool { return
+// !k.Adopts }) are those that start their servers.
+func ProviderNamesWith(has func(ProviderKind) bool) []string {
+	var out []string
+	for _, k := range providerKinds {
+		if has(k) {
+			out = append(out, k.Name)
+		}
 	}
 	return out
 }
