@@ -101,6 +101,15 @@
 // and is idempotent; CloseOnSignal closes a cluster on Ctrl-C. Faults a
 // provider cannot take are errors wrapping ErrUnsupported.
 //
+// Each provider declares itself in its own file (provider_<name>.go) as a
+// ProviderKind, listed in providerKinds: its name in a plan, a line of
+// help, whether it is the default, the most it can do to the nodes,
+// whether it can be probed before a run, takes an external configuration,
+// adopts its servers or shares them between runs, how a plan's provider
+// of it is built and how this machine is made ready for it. The runner,
+// the command line and the catalog ask the kind (LookupProvider), never
+// compare provider names.
+//
 // Spec.Server picks the software: Redis (redis-server, redis-sentinel) or
 // Valkey (valkey-server, valkey-sentinel; Debian's 8.0 from
 // bookworm-backports), same configuration and protocol.

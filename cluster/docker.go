@@ -196,7 +196,7 @@ func (d *DockerProvider) Prepare(Spec) error { return nil }
 func (d *DockerProvider) sweepRecord() *record { return d.rec }
 
 // Name is "docker".
-func (d *DockerProvider) Name() string { return "docker" }
+func (d *DockerProvider) Name() string { return dockerKind.Name }
 
 // ProxyHost is the gateway of the provider's network: an address of this
 // host that every container reaches.
@@ -521,7 +521,7 @@ func (d *DockerProvider) Controls() Controls {
 // container, where the image's clock shim maps it.
 func (d *DockerProvider) SetClock(name string, offset time.Duration) error {
 	if d.shim == "" {
-		return fmt.Errorf("%w: image %s has no clock shim (tumbler's own image has)", Unsupported("clock offset on "+name, "docker"), d.image)
+		return fmt.Errorf("%w: image %s has no clock shim (tumbler's own image has)", Unsupported("clock offset on "+name, d.Name()), d.image)
 	}
 	c, err := d.get(name)
 	if err != nil {
@@ -533,7 +533,7 @@ func (d *DockerProvider) SetClock(name string, offset time.Duration) error {
 // SetClockDrift implements Provider through the same bind-mounted file.
 func (d *DockerProvider) SetClockDrift(name string, dr clockshim.Drift) error {
 	if d.shim == "" {
-		return fmt.Errorf("%w: image %s has no clock shim (tumbler's own image has)", Unsupported("clock rate on "+name, "docker"), d.image)
+		return fmt.Errorf("%w: image %s has no clock shim (tumbler's own image has)", Unsupported("clock rate on "+name, d.Name()), d.image)
 	}
 	c, err := d.get(name)
 	if err != nil {

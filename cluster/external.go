@@ -53,7 +53,7 @@ func NewExternalProvider(cfg ExternalConfig) (*ExternalProvider, error) {
 func (e *ExternalProvider) Prepare(Spec) error { return nil }
 
 // Name is "external".
-func (e *ExternalProvider) Name() string { return "external" }
+func (e *ExternalProvider) Name() string { return externalKind.Name }
 
 // Controls are what the config has hooks for: kill/start needs both hooks,
 // pause/resume both, clock its hook; wipe needs the wipe hook unless the
@@ -115,7 +115,7 @@ func (e *ExternalProvider) Start(ctx context.Context, s ProcSpec) (string, error
 }
 
 func unsupportedExternal(fault, why string) error {
-	return fmt.Errorf("%w: %s", Unsupported(fault, "external"), why)
+	return fmt.Errorf("%w: %s", Unsupported(fault, externalKind.Name), why)
 }
 
 // restartChecker is a Provider that can tell, before anything is killed,

@@ -59,7 +59,7 @@ func NewProcessProvider() (*ProcessProvider, error) {
 }
 
 // Name is "process".
-func (p *ProcessProvider) Name() string { return "process" }
+func (p *ProcessProvider) Name() string { return processKind.Name }
 
 // Controls is every control: the processes are the harness's children.
 func (p *ProcessProvider) Controls() Controls { return AllControls }

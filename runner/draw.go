@@ -196,14 +196,21 @@ func (p Plan) drawFaults(d Draw) ([]nemesis.Step, error) {
 }
 
 // probeSetup is the nemesis setup with the answer of the plan's provider
-// where building it is cheap and starts nothing: the process provider, and
-// the external one (it reads its configuration; it contacts the deployment
-// only when the cluster starts). The docker provider is asked by Run, which
-// checks the faults again before it starts anything: building it may
-// build an image.
+// where building it is cheap and starts nothing (cluster.ProviderKind.Probe:
+// the process provider, and the external one, which reads its
+// configuration and contacts the deployment only when the cluster starts).
+// Another (the docker provider, which may have an image to build) is held
+// to the controls its kind declares, and asked by Run, which checks the
+// faults again before it starts anything.
 func (p Plan) probeSetup() (nemesis.Setup, error) {
-	if p.Provider == "docker" {
-		return p.nemesisSetup(nil), nil
+	k, err := p.providerKind()
+	if err != nil {
+		return nemesis.Setup{}, err
+	}
+	if !k.Probe {
+		s := p.nemesisSetup(nil)
+		s.Provider, s.Controls = k.Name, k.Controls
+		return s, nil
 	}
 	prov, _, err := newProvider(context.Background(), p)
 	if err != nil {

@@ -13,9 +13,8 @@ import (
 // The plan's defaults: what Normalize fills in where a plan leaves a field
 // out. The command line's help quotes them.
 const (
-	DefaultName     = "run"
-	DefaultProvider = "process"
-	DefaultLock     = "single"
+	DefaultName = "run"
+	DefaultLock = "single"
 	// DefaultMasters is the default topology's independent masters:
 	// DefaultAllNodesMasters for a lock that talks to every node.
 	DefaultMasters         = 1
@@ -66,7 +65,7 @@ func (p Plan) Normalize() Plan {
 		p.Name = DefaultName
 	}
 	if p.Provider == "" {
-		p.Provider = DefaultProvider
+		p.Provider = cluster.DefaultProvider().Name
 	}
 	if p.Lock.Variant == "" {
 		p.Lock.Variant = DefaultLock

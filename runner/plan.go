@@ -36,8 +36,10 @@ type Plan struct {
 	Seed        int64  `json:"seed"`
 
 	Topology cluster.Topology `json:"topology"`
-	// Provider runs the servers: "process" (default), "docker" or
-	// "external" (External then names its configuration file).
+	// Provider runs the servers: a provider registered in package cluster
+	// (cluster.ProviderNames: "process", the default, "docker",
+	// "external"); External names the configuration file of the one that
+	// takes it (cluster.ProviderKind.External).
 	Provider    string              `json:"provider,omitempty"`
 	External    string              `json:"external,omitempty"`
 	Persistence cluster.Persistence `json:"persistence,omitempty"`

@@ -24,9 +24,9 @@ import (
 	"github.com/tumbler-dev/tumbler/access"
 	"github.com/tumbler-dev/tumbler/checker"
 	"github.com/tumbler-dev/tumbler/cluster"
-	"github.com/tumbler-dev/tumbler/cluster/image"
 	"github.com/tumbler-dev/tumbler/coverage"
 	"github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/internal/field"
 	"github.com/tumbler-dev/tumbler/nemesis"
 	"github.com/tumbler-dev/tumbler/outcome"
 	"github.com/tumbler-dev/tumbler/reports"
@@ -216,7 +216,7 @@ func (r *run) startCluster(ctx context.Context, provider cluster.Provider, acc *
 	if r.version, err = c.Version(ctx); err != nil {
 		r.log.Warn("server version", "err", err)
 	}
-	if p.Server != "" && p.Provider == "external" && !strings.HasPrefix(r.version, p.Server.Name()+" ") {
+	if k, _ := p.providerKind(); p.Server != "" && k.Adopts && !strings.HasPrefix(r.version, p.Server.Name()+" ") {
 		_ = c.Close()
 		return nil, fmt.Errorf("%w: the plan asks for %s, but the external deployment runs %s", ErrPlan, p.Server.Name(), r.version)
 	}
@@ -477,58 +477,49 @@ func (r *run) reportStatus(done <-chan struct{}) (stop func()) {
 }
 
 // prepareMachine makes this machine ready for the plan's provider once,
-// before the run begins: the docker provider's server image is built if it
-// is not here (about 40 s the first time, nothing after), so that a first
-// run on a fresh machine is not timed with the build (a catalog row may
-// take MaxRunTime).
+// before the run begins and outside its time (ProviderKind.Ready: the
+// docker provider's server image is built if it is not here).
 func prepareMachine(ctx context.Context, p Plan, log *slog.Logger) error {
-	if p.Provider != "docker" || imageOverride(p) != "" {
-		return nil
+	k, err := p.providerKind()
+	if err != nil || k.Ready == nil {
+		return err
 	}
-	start := time.Now()
-	tag, err := image.Build(ctx, p.Server)
-	if err != nil {
-		return fmt.Errorf("docker provider: %w", err)
-	}
-	if took := time.Since(start); took > 2*time.Second {
-		log.Info("server image built on this machine (once; not part of the run's time)", "image", tag, "took", took.Round(100*time.Millisecond))
-	}
-	return nil
+	return k.Ready(ctx, p.providerOptions(), log)
 }
-
-// imageOverride is the server image the environment names for the plan's
-// server (image.Env), "" for tumbler's own, built here.
-func imageOverride(p Plan) string { return os.Getenv(image.Env(p.Server)) }
 
 // newProvider builds the cluster provider the plan names, and says how to
 // log in to its servers: the plan's access, else an external deployment's
 // own. Building one starts no server; a provider the cluster does not take
 // is closed by the caller.
 func newProvider(ctx context.Context, p Plan) (cluster.Provider, *access.Config, error) {
-	switch p.Provider {
-	case "docker":
-		prov, err := cluster.NewDockerProvider(ctx, cluster.DockerOptions{Server: p.Server, Image: imageOverride(p)})
-		if err != nil {
-			return nil, nil, fmt.Errorf("docker provider: %w", err)
-		}
-		return prov, p.Access, nil
-	case "external":
-		cfg, err := cluster.LoadExternalConfig(p.External)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %w", ErrPlan, err)
-		}
-		if cfg.Topology != p.Topology {
-			return nil, nil, fmt.Errorf("%w: it needs topology %s, and the external deployment (%s) is %s", ErrPlan, p.Topology, p.External, cfg.Topology)
-		}
-		prov, err := cluster.NewExternalProvider(cfg)
-		acc := p.Access
-		if acc == nil {
-			acc = cfg.Access
-		}
-		return prov, acc, err
+	k, err := p.providerKind()
+	if err != nil {
+		return nil, nil, err
 	}
-	prov, err := cluster.NewProcessProvider()
-	return prov, p.Access, err
+	prov, acc, err := k.New(ctx, p.providerOptions())
+	if errors.Is(err, cluster.ErrProviderConfig) {
+		err = fmt.Errorf("%w: %w", ErrPlan, err)
+	}
+	return prov, acc, err
+}
+
+// providerKind is what the plan's provider declares of itself (the
+// default one's for a plan not normalized yet, as Normalize would fill
+// in); an unknown one is bad input naming the field.
+func (p Plan) providerKind() (cluster.ProviderKind, error) {
+	if p.Provider == "" {
+		return cluster.DefaultProvider(), nil
+	}
+	k, err := cluster.LookupProvider(p.Provider)
+	if err != nil {
+		return k, fmt.Errorf("%w: %w", ErrPlan, field.Errorf("provider", "%w", err))
+	}
+	return k, nil
+}
+
+// providerOptions are what the plan tells its provider.
+func (p Plan) providerOptions() cluster.ProviderOptions {
+	return cluster.ProviderOptions{Server: p.Server, Topology: p.Topology, External: p.External, Access: p.Access}
 }
 
 // accessErr makes refused credentials bad input rather than a failure of

@@ -59,10 +59,13 @@ func (r *run) makeDir() error {
 const DefaultParallel = 4
 
 // SharesServers reports whether runs of this plan share their servers with
-// every other run of it: on an external deployment they all reach the same
-// nodes through the same toxiproxy, so one run's faults and keys would be
-// another's.
-func (p Plan) SharesServers() bool { return p.Provider == "external" }
+// every other run of it, as its provider says (cluster.ProviderKind.Shares):
+// on an external deployment they all reach the same nodes through the same
+// toxiproxy, so one run's faults and keys would be another's.
+func (p Plan) SharesServers() bool {
+	k, err := p.providerKind()
+	return err == nil && k.Shares
+}
 
 // ParallelFor is how many of plans run at once when asked is (flag names
 // the flag, explicit whether the user gave it): asked, unless a plan

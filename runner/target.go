@@ -8,19 +8,17 @@ import (
 	"github.com/tumbler-dev/tumbler/cluster"
 )
 
-// Providers are the values of Plan.Provider.
-var Providers = []string{"process", "docker", "external"}
-
 // Target is where a run's servers are and how to log in to them: settings
 // that move a plan without changing what it does. `run`, `reproduce`,
 // `matrix` and `audit` take the same flags for it, and Apply lays them
 // over a plan (a catalog row's, a plan file's or one built from flags). A
 // zero field keeps the plan's.
 type Target struct {
-	// Provider runs the servers: process, docker or external.
+	// Provider runs the servers: a registered provider's name
+	// (cluster.ProviderNames).
 	Provider string
 	// External is an external deployment's configuration file; it implies
-	// provider external.
+	// the provider that takes one (cluster.ExternalKind).
 	External string
 	// Server is the software: redis or valkey.
 	Server string
@@ -34,20 +32,22 @@ func (t Target) Apply(p Plan) (Plan, error) {
 	bad := func(flag, format string, args ...any) (Plan, error) {
 		return Plan{}, fmt.Errorf("%w: --%s: %s", ErrPlan, flag, fmt.Sprintf(format, args...))
 	}
+	ext := cluster.ExternalKind().Name
 	switch {
 	case t.External != "" && t.Provider == "":
-		t.Provider = "external"
-	case t.External != "" && t.Provider != "external":
+		t.Provider = ext
+	case t.External != "" && t.Provider != ext:
 		return bad("external", "names an external deployment, but --provider is %s", t.Provider)
-	case t.Provider == "external" && t.External == "" && p.External == "":
-		return bad("provider", "external needs --external FILE, the deployment's configuration")
+	case t.Provider == ext && t.External == "" && p.External == "":
+		return bad("provider", "%s needs --external FILE, the deployment's configuration", ext)
 	}
 	if t.Provider != "" {
-		if !contains(Providers, t.Provider) {
-			return bad("provider", "%q unknown (valid: process, docker, external)", t.Provider)
+		k, err := cluster.LookupProvider(t.Provider)
+		if err != nil {
+			return bad("provider", "%v", err)
 		}
 		p.Provider = t.Provider
-		if t.Provider != "external" {
+		if !k.External {
 			p.External = ""
 		}
 	}
@@ -88,8 +88,12 @@ func Runnable(p Plan) error {
 	if err != nil {
 		return err
 	}
-	if p.Provider == "external" {
-		if err := externalRunnable(p); err != nil {
+	k, err := p.providerKind()
+	if err != nil {
+		return err
+	}
+	if k.Adopts {
+		if err := adoptedRunnable(p); err != nil {
 			return err
 		}
 	}
@@ -106,9 +110,9 @@ func Runnable(p Plan) error {
 	return nil
 }
 
-// externalRunnable refuses what only the owner of an external deployment
-// can set up.
-func externalRunnable(p Plan) error {
+// adoptedRunnable refuses what only the owner of an adopted (external)
+// deployment can set up.
+func adoptedRunnable(p Plan) error {
 	if !p.SentinelDownAfter.IsZero() {
 		return fmt.Errorf("%w: it sets the Sentinels' down-after (sentinel_down_after), which an external deployment's owner does, not tumbler", ErrPlan)
 	}

@@ -54,14 +54,12 @@ func (p Plan) validateWhere() error {
 	if err := p.Topology.Validate(); err != nil {
 		return field.Errorf("topology", "%w", err)
 	}
-	switch p.Provider {
-	case "process", "docker":
-	case "external":
-		if p.External == "" {
-			return field.Errorf("external", "provider external needs %v: the path of the deployment's configuration", field.Self)
-		}
-	default:
-		return field.Errorf("provider", "%q unknown (valid: %s)", p.Provider, strings.Join(Providers, ", "))
+	k, err := cluster.LookupProvider(p.Provider)
+	if err != nil {
+		return field.Errorf("provider", "%w", err)
+	}
+	if k.External && p.External == "" {
+		return field.Errorf("external", "provider %s needs %v: the path of the deployment's configuration", k.Name, field.Self)
 	}
 	if err := p.Server.Validate(); err != nil {
 		return field.Errorf("server", "%w", err)

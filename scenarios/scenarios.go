@@ -209,11 +209,7 @@ func (s Scenario) On(t runner.Target) (Scenario, error) {
 		return Scenario{}, err
 	}
 	if err := runner.Runnable(s.with(p).PlanFor(s.Plan.Seed)); err != nil {
-		where := p.Provider
-		if where == "" {
-			where = "process"
-		}
-		return Scenario{}, fmt.Errorf("%w: %s cannot run on the %s provider: %w", ErrRefused, s.Name, where, err)
+		return Scenario{}, fmt.Errorf("%w: %s cannot run on the %s provider: %w", ErrRefused, s.Name, p.Normalize().Provider, err)
 	}
 	return s.with(p), nil
 }

@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/tumbler-dev/tumbler/access"
+	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/runner"
 )
 
@@ -40,8 +42,8 @@ func (f *targetFlags) bind(fs *pflag.FlagSet) {
 
 // bindWhere binds --provider and --external.
 func (f *targetFlags) bindWhere(fs *pflag.FlagSet) {
-	fs.StringVar(&f.provider, "provider", "", "who runs the servers: process (redis-server from PATH), docker or external (default process)")
-	fs.StringVar(&f.external, "external", "", "configuration file of an external deployment (implies --provider external)")
+	fs.StringVar(&f.provider, "provider", "", "who runs the servers: "+cluster.ProviderHelp())
+	fs.StringVar(&f.external, "external", "", "configuration file of an external deployment (implies --provider "+cluster.ExternalKind().Name+")")
 }
 
 // bindServer binds --server.
@@ -62,10 +64,13 @@ func (f *targetFlags) bindAccess(fs *pflag.FlagSet) {
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "client certificate file, for servers that require one")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "the client certificate's key file")
 	fs.StringVar(&f.tlsName, "tls-server-name", "", "name the servers' certificates must carry (clients reach them through proxies at other addresses)")
-	fs.StringVar(&f.tlsServerCert, "tls-server-cert", "", "certificate file of the servers tumbler starts (process, docker)")
+	fs.StringVar(&f.tlsServerCert, "tls-server-cert", "", "certificate file of the servers tumbler starts ("+strings.Join(cluster.ProviderNamesWith(startsServers), ", ")+")")
 	fs.StringVar(&f.tlsServerKey, "tls-server-key", "", "key file of the servers tumbler starts")
 	fs.BoolVar(&f.tlsInsecure, "tls-insecure-skip-verify", false, "accept any server certificate (the report says so)")
 }
+
+// startsServers: a provider whose servers tumbler starts and configures.
+func startsServers(k cluster.ProviderKind) bool { return !k.Adopts }
 
 // target is the runner.Target the flags describe; Access stays nil unless
 // an auth or TLS flag was given.
