@@ -133,7 +133,7 @@ func guardedPlans(t *testing.T) map[string]Plan {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out[name] = p
+		out[name] = p.FromRepository() // a row's client directory of contrib/, as the catalog finds it
 	}
 	return out
 }

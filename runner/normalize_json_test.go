@@ -17,7 +17,7 @@ func TestNormalizeIsAFixedPoint(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n := p.Normalize()
+		n := p.FromRepository().Normalize()
 		if err := n.Validate(); err != nil {
 			t.Errorf("%s: normalized, not valid: %v", src.name, err)
 		}

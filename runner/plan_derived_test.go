@@ -78,6 +78,11 @@ func derived(t *testing.T, p Plan) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A row's client directory of the repository (Plan.FromRepository)
+	// is recorded from the repository's root, wherever the checkout is.
+	if root, err := filepath.Abs(".."); err == nil {
+		b = bytes.ReplaceAll(b, []byte(root+string(filepath.Separator)), nil)
+	}
 	return append(b, '\n')
 }
 

@@ -72,7 +72,7 @@ func TestPlanJSONRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := p.Validate(); err != nil {
+			if err := p.FromRepository().Validate(); err != nil {
 				t.Fatalf("the plan is not valid: %v", err)
 			}
 			out := p.JSON()
