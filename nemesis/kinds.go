@@ -314,25 +314,46 @@ var stepFields, stepFieldIndex = func() ([]string, [][]int) {
 // isZeroer is a field type with its own notion of absent (Span).
 type isZeroer interface{ IsZero() bool }
 
-// setFields are the JSON names of the step's fields that are set, besides
-// the common ones.
-func (st Step) setFields() []string {
-	v := reflect.ValueOf(st)
-	var out []string
+// optionalField is a field of Step besides the common ones: its JSON name,
+// where it sits, and how to tell it is set.
+type optionalField struct {
+	name  string
+	index []int
+	set   func(reflect.Value) bool
+}
+
+// optionalFields are worked out once: setFields runs for every step
+// compiled, and a generator compiles many.
+var optionalFields = func() []optionalField {
+	var out []optionalField
+	t := reflect.TypeFor[Step]()
 	for i, name := range stepFields {
 		if slices.Contains(commonFields, name) {
 			continue
 		}
-		f := v.FieldByIndex(stepFieldIndex[i])
-		set := !f.IsZero()
+		f := optionalField{name: name, index: stepFieldIndex[i]}
+		ft := t.FieldByIndex(f.index).Type
 		switch {
-		case f.Kind() == reflect.Slice:
-			set = f.Len() > 0
-		case f.Type().Implements(reflect.TypeFor[isZeroer]()):
-			set = !f.Interface().(isZeroer).IsZero()
+		case ft.Kind() == reflect.Slice:
+			f.set = func(v reflect.Value) bool { return v.Len() > 0 }
+		case ft.Implements(reflect.TypeFor[isZeroer]()):
+			f.set = func(v reflect.Value) bool { return !v.Addr().Interface().(isZeroer).IsZero() }
+		default:
+			f.set = func(v reflect.Value) bool { return !v.IsZero() }
 		}
-		if set {
-			out = append(out, name)
+		out = append(out, f)
+	}
+	return out
+}()
+
+// setFields are the JSON names of the step's fields that are set, besides
+// the common ones.
+func (st Step) setFields() []string {
+	v := reflect.ValueOf(&st).Elem()
+	var out []string
+	for _, f := range optionalFields {
+		if f.set(v.FieldByIndex(f.index)) {
+			out = append(out, f.name)
 		}
 	}
 	return out

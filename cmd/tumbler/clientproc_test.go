@@ -28,11 +28,21 @@ func hangingClient(t *testing.T, answerInit bool) (cmd, marker string) {
 
 // processesOf are the pids whose command line holds marker.
 func processesOf(marker string) []string {
+	return processesWith(func(cmdline []byte) bool { return bytes.Contains(cmdline, []byte(marker)) })
+}
+
+// sleepingOf are the pids of the client's own sleep (not tumbler's, whose
+// arguments also hold marker): a client that answered its init has one.
+func sleepingOf(marker string) []string {
+	return processesWith(func(cmdline []byte) bool { return bytes.Equal(cmdline, []byte("sleep\x00"+marker+"\x00")) })
+}
+
+func processesWith(match func(cmdline []byte) bool) []string {
 	var out []string
 	files, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, f := range files {
 		b, err := os.ReadFile(f)
-		if err == nil && bytes.Contains(b, []byte(marker)) {
+		if err == nil && match(b) {
 			out = append(out, filepath.Base(filepath.Dir(f)))
 		}
 	}
@@ -60,12 +70,11 @@ func waitExit(t *testing.T, cmd *exec.Cmd, guard time.Duration) time.Duration {
 // naming the client and the unanswered init, and leave none of its
 // processes behind (the sh, nor the sleep it started).
 func TestClientNeverAnswersInit(t *testing.T) {
-	bin := binary(t)
 	for _, args := range [][]string{{"conform"}, {"run", "--time-limit", "3s", "--seed", "1"}, {"run", "--time-limit", "3s", "--seed", "1", "--client-mode", "inprocess"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			t.Parallel()
 			client, marker := hangingClient(t, false)
-			cmd := exec.Command(bin, append(args, "--client-cmd", client, "--store", t.TempDir(), "--log-level", "warn")...)
+			cmd := command(t, nil, append(args, "--client-cmd", client, "--store", t.TempDir(), "--log-level", "warn")...)
 			var out, errb bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &errb
 			if err := cmd.Start(); err != nil {
@@ -94,21 +103,20 @@ func TestClientNeverAnswersInit(t *testing.T) {
 // they started — in a conform (a process group of the harness's per
 // client) and in a run (the client workers' groups).
 func TestSecondInterruptLeavesNoClient(t *testing.T) {
-	bin := binary(t)
 	for _, args := range [][]string{{"conform"}, {"run", "--time-limit", "3s", "--seed", "1"}} {
 		t.Run(args[0], func(t *testing.T) {
 			t.Parallel()
 			client, marker := hangingClient(t, true)
-			cmd := exec.Command(bin, append(args, "--client-cmd", client, "--store", t.TempDir(), "--log-level", "warn")...)
+			cmd := command(t, nil, append(args, "--client-cmd", client, "--store", t.TempDir(), "--log-level", "warn")...)
 			var errb bytes.Buffer
 			cmd.Stderr = &errb
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
 			defer cmd.Process.Kill()
-			for deadline := time.Now().Add(time.Minute); len(processesOf(marker)) == 0; time.Sleep(50 * time.Millisecond) {
+			for deadline := time.Now().Add(time.Minute); len(sleepingOf(marker)) == 0; time.Sleep(50 * time.Millisecond) {
 				if time.Now().After(deadline) {
-					t.Fatalf("the client never started\n%s", errb.String())
+					t.Fatalf("the client never answered its init\n%s", errb.String())
 				}
 			}
 			time.Sleep(200 * time.Millisecond) // its first call sent

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -32,7 +31,15 @@ import (
 
 // TestMain doubles as a client process: in-process runs of the command
 // re-execute this test binary for their clients.
+//
+// With asCommandEnv set it is the tumbler command itself (main, whose
+// client and worker modes come first, as they do here): what needs a
+// process of its own re-executes this binary so, instead of building one.
 func TestMain(m *testing.M) {
+	if os.Getenv(asCommandEnv) == "1" && !runner.IsGoClient() && !workloads.IsWorker() {
+		os.Unsetenv(asCommandEnv)
+		main()
+	}
 	if runner.IsGoClient() {
 		runner.GoClientMain()
 	}
@@ -40,11 +47,7 @@ func TestMain(m *testing.M) {
 		workloads.WorkerMain()
 		return
 	}
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
 // cli runs the command in this process.
@@ -55,31 +58,24 @@ func cli(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errb.String()
 }
 
-var (
-	binOnce sync.Once
-	binDir  string
-	binPath string
-	binErr  error
-)
+// asCommandEnv makes this test binary run as the tumbler command.
+const asCommandEnv = "TUMBLER_TEST_AS_COMMAND"
 
-// binary builds tumbler once, for what needs a process of its own:
-// signals and a different PATH.
-func binary(t *testing.T) string {
+// command is the tumbler command as a process of its own, for what needs
+// one (signals, a different PATH): this test binary, re-executed as the
+// command. env, when not nil, replaces the environment it inherits.
+func command(t *testing.T, env []string, args ...string) *exec.Cmd {
 	t.Helper()
-	binOnce.Do(func() {
-		if binDir, binErr = os.MkdirTemp("", "tumbler-bin-"); binErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "tumbler")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			binErr = errors.New(string(out))
-		}
-	})
-	if binErr != nil {
-		t.Fatalf("go build: %v", binErr)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatalf("the test binary's path: %v", err)
 	}
-	return binPath
+	cmd := exec.Command(self, args...)
+	if env == nil {
+		env = os.Environ()
+	}
+	cmd.Env = append(env, asCommandEnv+"=1")
+	return cmd
 }
 
 // TestBadArguments: bad flags, names and combinations exit 254 with a
@@ -613,9 +609,8 @@ func TestMatrixShardsMerge(t *testing.T) {
 // pass (exit 2).
 func TestInterrupt(t *testing.T) {
 	t.Parallel()
-	bin := binary(t)
 	store := t.TempDir()
-	cmd := exec.Command(bin, "run", "--time-limit", "60s", "--seed", "1", "--store", store)
+	cmd := command(t, nil, "run", "--time-limit", "60s", "--seed", "1", "--store", store)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {
@@ -662,9 +657,7 @@ func TestInterrupt(t *testing.T) {
 // harness failure, in one line that says what to install.
 func TestMissingRedisServer(t *testing.T) {
 	t.Parallel()
-	bin := binary(t)
-	cmd := exec.Command(bin, "run", "--time-limit", "2s", "--seed", "1", "--store", t.TempDir(), "--log-level", "error")
-	cmd.Env = append(os.Environ(), "PATH="+t.TempDir())
+	cmd := command(t, append(os.Environ(), "PATH="+t.TempDir()), "run", "--time-limit", "2s", "--seed", "1", "--store", t.TempDir(), "--log-level", "error")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
