@@ -7,12 +7,10 @@ package redistest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,9 +30,8 @@ type Server struct {
 	prov *cluster.ProcessProvider
 }
 
-// Start starts n independent redis-server processes, all at once, and
-// registers their shutdown with t.Cleanup. extra are additional
-// redis-server arguments.
+// Start starts n independent redis-server processes and registers their
+// shutdown with t.Cleanup. extra are additional redis-server arguments.
 func Start(t testing.TB, n int, extra ...string) []*Server {
 	t.Helper()
 	prov, err := cluster.NewProcessProvider()
@@ -44,28 +41,17 @@ func Start(t testing.TB, n int, extra ...string) []*Server {
 	t.Cleanup(func() { _ = prov.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	servers := make([]*Server, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range servers {
+	servers := make([]*Server, 0, n)
+	for i := 0; i < n; i++ {
 		s := &Server{Dir: t.TempDir(), name: fmt.Sprintf("redis%d", i+1), args: extra, prov: prov}
-		servers[i] = s
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			addr, err := prov.Start(ctx, cluster.ProcSpec{Name: s.name, Dir: s.Dir, Args: extra})
-			if err != nil {
-				errs[i] = fmt.Errorf("start redis-server %d: %w", i, err)
-				return
-			}
-			_, port, _ := net.SplitHostPort(addr)
-			s.Addr = addr
-			s.Port, _ = strconv.Atoi(port)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
+		addr, err := prov.Start(ctx, cluster.ProcSpec{Name: s.name, Dir: s.Dir, Args: extra})
+		if err != nil {
+			t.Fatalf("start redis-server %d: %v", i, err)
+		}
+		_, port, _ := net.SplitHostPort(addr)
+		s.Addr = addr
+		s.Port, _ = strconv.Atoi(port)
+		servers = append(servers, s)
 	}
 	return servers
 }
@@ -125,11 +111,6 @@ func Replicate(t testing.TB, primary, replica *Server) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	// The primary sends its first sync payload at once, not after the
-	// 5 s a diskless sync waits by default for more replicas to join.
-	if err := primary.Client(t).ConfigSet(ctx, "repl-diskless-sync-delay", "0").Err(); err != nil {
-		t.Fatalf("redistest: CONFIG SET on %s: %v", primary.Addr, err)
-	}
 	host, port, _ := net.SplitHostPort(primary.Addr)
 	c := replica.Client(t)
 	if err := c.ReplicaOf(ctx, host, port).Err(); err != nil {
