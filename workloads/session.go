@@ -362,12 +362,20 @@ func (s *session) hold(ctx context.Context, l lock.Locker, lost <-chan struct{})
 	}
 }
 
-// extend is the client's own extend of its current lease, recorded.
-func (s *session) extend(ctx context.Context, l lock.Locker) bool {
+// invokeUnderLease records the invoke of a call f on the current lease
+// (an extend, a valid question): the lease it names, no validity of its
+// own.
+func (s *session) invokeUnderLease(f, key string) (history.Op, lock.Lease) {
 	held := s.currentLease()
-	inv := s.newOp(history.Invoke, history.Extend, l.Key(), held)
+	inv := s.newOp(history.Invoke, f, key, held)
 	inv.ValidUntil = 0
 	s.out.record(inv)
+	return inv, held
+}
+
+// extend is the client's own extend of its current lease, recorded.
+func (s *session) extend(ctx context.Context, l lock.Locker) bool {
+	inv, held := s.invokeUnderLease(history.Extend, l.Key())
 	ectx, cancel := context.WithTimeout(ctx, s.cfg.span(s.cfg.OpTimeout))
 	next, err := l.Extend(ectx, held)
 	cancel()
@@ -413,10 +421,7 @@ var errNotValid = fmt.Errorf("%w: the library says the lease is no longer valid"
 // recorded as a valid call (not counted towards MaxOps or Rate, as a
 // client's extends are not): true only when it says so.
 func (s *session) askValid(ctx context.Context, v lock.Validator) bool {
-	held := s.currentLease()
-	inv := s.newOp(history.Invoke, history.Valid, v.Key(), held)
-	inv.ValidUntil = 0
-	s.out.record(inv)
+	inv, held := s.invokeUnderLease(history.Valid, v.Key())
 	vctx, cancel := context.WithTimeout(ctx, s.cfg.span(s.cfg.OpTimeout))
 	ans, err := v.Valid(vctx, held)
 	cancel()
