@@ -251,7 +251,21 @@ func TestTimeLimit(t *testing.T) {
 			e := newEnv(t)
 			cfg := mutexConfig(e, t, mode)
 			cfg.TimeLimit = 400 * time.Millisecond
-			w := start(t, cfg, e.harness(t, false))
+			// As a run does (runner.Run): time zero comes once every client
+			// is ready. From Start, a process worker slow to start on a
+			// loaded host could use up the whole limit and record nothing.
+			h := e.harness(t, false)
+			w, err := workloads.Prepare(testCtx(t), cfg, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(w.Close)
+			if err := w.Ready(testCtx(t)); err != nil {
+				t.Fatalf("Ready: %v", err)
+			}
+			if err := w.Begin(e.clock, h.Resource); err != nil {
+				t.Fatal(err)
+			}
 			end := e.clock.Now() + int64(cfg.TimeLimit)
 			if _, err := w.Wait(); err != nil {
 				t.Fatal(err)

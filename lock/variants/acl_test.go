@@ -233,7 +233,13 @@ func aclLockCycle(ctx context.Context, note func(string, error), what string, a,
 	lease, err := a.Acquire(ctx)
 	note(what+"acquire", err)
 	if err == nil {
-		wctx, wcancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		// The contender's window must outlast its first queueing command
+		// (a fresh connection's dial, AUTH and script load): a context that
+		// ends inside a command leaves its outcome unknown, and the fair
+		// lock then never sends the LREM that leaving the queue needs, so
+		// the round could not tell whether +lrem is needed (it missed once
+		// in 1 of ~20 loaded runs at 100 ms).
+		wctx, wcancel := context.WithTimeout(ctx, contendFor)
 		_, err := b.Acquire(wctx)
 		wcancel()
 		note("contended "+what+"acquire", err)
@@ -311,6 +317,9 @@ func TestACLIsLeast(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// contendFor is how long aclLockCycle's contender tries for the held lock.
+const contendFor = 500 * time.Millisecond
 
 // aclRounds is how many of TestACLIsLeast's rounds run at once.
 const aclRounds = 4
