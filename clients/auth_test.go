@@ -31,6 +31,7 @@ var noUser = map[string]bool{"tooz": true}
 // (variants.ACL) plus what its manifest's acl adds — and acquires, extends
 // (where its library can) and releases.
 func TestAuth(t *testing.T) {
+	t.Parallel()
 	pw := "client-secret-" + strings.ReplaceAll(t.Name(), "/", "-")
 	file := filepath.Join(t.TempDir(), "password")
 	if err := os.WriteFile(file, []byte(pw+"\n"), 0o600); err != nil {

@@ -147,9 +147,11 @@ func ctxFor(t testing.TB, d time.Duration) context.Context {
 // real Redis, one client program per contender; what its library breaks
 // is excluded by name and proven below.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	servers := redistest.Start(t, 3)
 	for _, name := range protocol.Shipped() {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			m, _ := protocol.Lookup(name)
 			locktest.Suite{
 				New: func(t testing.TB, key string, ttl time.Duration) lock.Locker {
@@ -167,9 +169,11 @@ func TestConformance(t *testing.T) {
 // TestWaitForARelease: an acquire that may wait (wait_ms > 0) uses the
 // library's own waiting and gets the lock once its holder releases it.
 func TestWaitForARelease(t *testing.T) {
+	t.Parallel()
 	servers := redistest.Start(t, 3)
 	for _, name := range protocol.Shipped() {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			m, _ := protocol.Lookup(name)
 			key := locktest.Key(t)
 			in := initFor(m, servers, key, 10*time.Second, nil)
@@ -205,9 +209,11 @@ func TestWaitForARelease(t *testing.T) {
 // TestStepsAsTheManifestSays: an acquire reports exactly the acquiring
 // steps the client's manifest lists, and a pause there holds the acquire.
 func TestStepsAsTheManifestSays(t *testing.T) {
+	t.Parallel()
 	servers := redistest.Start(t, 3)
 	for _, name := range protocol.Shipped() {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			m, _ := protocol.Lookup(name)
 			var want []string
 			for _, s := range m.Steps {
@@ -245,6 +251,7 @@ func TestStepsAsTheManifestSays(t *testing.T) {
 // "steps" names (the ones the run's faults may stop it at), none when the
 // list is empty.
 func TestOnlyTheArmableSteps(t *testing.T) {
+	t.Parallel()
 	servers := redistest.Start(t, 3)
 	for _, name := range protocol.Shipped() {
 		m, _ := protocol.Lookup(name)
@@ -252,6 +259,7 @@ func TestOnlyTheArmableSteps(t *testing.T) {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			for _, armable := range [][]string{{}, {"not-a-step-of-it"}, {m.Steps[0].Name}} {
 				key := locktest.Key(t)
 				in := initFor(m, servers, key, 10*time.Second, nil)
@@ -284,8 +292,10 @@ func TestOnlyTheArmableSteps(t *testing.T) {
 // TestLostReply: a server that stops answering makes an acquire and a
 // release an unknown outcome (info), never a failure, for every client.
 func TestLostReply(t *testing.T) {
+	t.Parallel()
 	for _, name := range protocol.Shipped() {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			m, _ := protocol.Lookup(name)
 			servers := redistest.Start(t, nodeCount(m))
 			key := locktest.Key(t)
@@ -318,9 +328,11 @@ func TestLostReply(t *testing.T) {
 // TestInitRefusals: every client refuses an option it does not know,
 // naming it, and a connect mode its library cannot do, saying why.
 func TestInitRefusals(t *testing.T) {
+	t.Parallel()
 	servers := redistest.Start(t, 3)
 	for _, name := range protocol.Shipped() {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			m, _ := protocol.Lookup(name)
 			refused := func(in protocol.Init, says string) { t.Helper(); wantRefused(t, name, in, says) }
 			key := locktest.Key(t)

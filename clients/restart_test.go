@@ -55,6 +55,7 @@ sys.exit(child.wait())
 // the lock for another owner — which the lock refused while the dead
 // process's lease stood.
 func TestRestartedClientReleasesTheDeadOnesLease(t *testing.T) {
+	t.Parallel()
 	relay := filepath.Join(t.TempDir(), "die-after-grant.py")
 	if err := os.WriteFile(relay, []byte(dieAfterGrant), 0o644); err != nil {
 		t.Fatal(err)

@@ -102,6 +102,7 @@ func sentinelInit(t testing.TB, c *cluster.Cluster, key string) protocol.Init {
 // its own proxy (cutting that link cuts it off), and one that asked once
 // (a long-running PHP worker with Symfony) does not.
 func TestSentinelFailover(t *testing.T) {
+	t.Parallel()
 	for _, name := range protocol.Shipped() {
 		if _, ok := sentinelMode[name]; !ok {
 			t.Errorf("client %s: say in sentinelMode what its library does with Sentinel", name)

@@ -34,6 +34,7 @@ func validator(t *testing.T, p *protocol.Process, key string, opts ...lock.Optio
 // Symfony's documented premise that the system's date does not change,
 // shown.
 func TestSymfonyAnswersValid(t *testing.T) {
+	t.Parallel()
 	shim, err := clockshim.Build()
 	if err != nil {
 		t.Fatalf("the clock shim: %v", err)

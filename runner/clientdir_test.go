@@ -51,8 +51,10 @@ func scaffold(t *testing.T, lang string) string {
 // validity their manifest declares, and the library ones, whose leases
 // carry none.
 func TestConformScaffolds(t *testing.T) {
+	t.Parallel()
 	for _, lang := range clients.LangNames() {
 		t.Run(lang, func(t *testing.T) {
+			t.Parallel()
 			dir := scaffold(t, lang)
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
@@ -85,6 +87,7 @@ func TestConformScaffolds(t *testing.T) {
 // disk, conforms, and --trace's transcript holds the requests, the replies
 // and the steps its init armed (none: a conform run arms no step).
 func TestConformClientDirectory(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	res, err := Conform(ctx, ConformOptions{Client: protocol.Program{Dir: contribClient}, Store: t.TempDir(), Trace: true})

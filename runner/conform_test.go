@@ -20,8 +20,10 @@ import (
 // passes — or fails exactly as the client's manifest says its library
 // does (a deviation) — and the result is what conform.json holds.
 func TestConformShippedClients(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"reference", "redis-py"} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			m, err := protocol.Lookup(name)
 			if err != nil {
 				t.Fatal(err)
@@ -72,6 +74,7 @@ func TestConformShippedClients(t *testing.T) {
 // Valid, and the same client answering "valid" whatever it is asked fails
 // it, so conform fails.
 func TestConformValidAnswers(t *testing.T) {
+	t.Parallel()
 	const unsupported = `    return {"type": "fail", "error": "unsupported request " + t}`
 	for _, tc := range []struct {
 		name, answer string
@@ -86,6 +89,7 @@ func TestConformValidAnswers(t *testing.T) {
 `, ConformFail},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			prog := clienttest.ReferenceCopy(t, "client.py", [2]string{unsupported, tc.answer + unsupported})
 			dir := filepath.Join(filepath.Dir(prog), "valid-"+tc.name)
 			if err := os.Mkdir(dir, 0o755); err != nil {

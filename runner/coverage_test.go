@@ -19,6 +19,7 @@ import (
 // restart of a node running with AOF always does not. Both runs write
 // coverage.json and show the window in their report.
 func TestCoverageOfARestartEmpty(t *testing.T) {
+	t.Parallel()
 	restart := func(name string, persist cluster.Persistence) Plan {
 		p := basePlan(t, name)
 		p.Persistence = persist

@@ -57,6 +57,7 @@ func startPHPLock(t *testing.T, inst protocol.Installed, servers []*redistest.Se
 // servers (three independent nodes: its manifest connects to all), every
 // check passing but Extend, the deviation its manifest documents.
 func TestConformPHPLock(t *testing.T) {
+	t.Parallel()
 	phpLock(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

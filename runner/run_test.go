@@ -73,6 +73,7 @@ func runPlan(t *testing.T, p Plan) *Outcome {
 // TestHealthySingleIsValid: real servers, no faults: the checkers find
 // nothing, and there was real contention to find it in.
 func TestHealthySingleIsValid(t *testing.T) {
+	t.Parallel()
 	out := runPlan(t, basePlan(t, "healthy"))
 	if out.Result.Verdict != checker.Valid {
 		t.Fatalf("verdict %s, want valid; anomalies: %+v", out.Result.Verdict, out.Result.Anomalies)
@@ -86,6 +87,7 @@ func TestHealthySingleIsValid(t *testing.T) {
 // killed and restarts without persistence; another client takes the lock
 // the first still believes it holds.
 func TestRestartEmptyDoubleGrant(t *testing.T) {
+	t.Parallel()
 	p := basePlan(t, "restart-empty")
 	p.Faults = []nemesis.Step{{
 		At: span(t, "1s"), Trigger: nemesis.TriggerGrant, Key: "tumbler:0",
@@ -164,6 +166,7 @@ func TestClientStarveDelaysRenewals(t *testing.T) {
 }
 
 func TestClientPauseStopsWatchdog(t *testing.T) {
+	t.Parallel()
 	p := basePlan(t, "client-pause")
 	p.Lock = LockPlan{Options: variants.Options{Variant: "watchdog", Inner: "single"}}
 	p.Workload.Hold = Range{span(t, "3ttl"), span(t, "3ttl")}

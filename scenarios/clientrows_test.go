@@ -21,6 +21,7 @@ import (
 // the lock is unavailable for at most a TTL (the liveness checker flags
 // more than 3×TTL) and clients take it again once the cut heals.
 func TestRedisPyReleaseReplyLostWithATimeout(t *testing.T) {
+	t.Parallel()
 	s, err := Get("redis-py-release-reply-lost")
 	if err != nil {
 		t.Fatal(err)

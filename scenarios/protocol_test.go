@@ -50,9 +50,11 @@ func overProtocol(t *testing.T, p runner.Plan) runner.Plan {
 // runs (2026-11-26), its race-built programs starting too late under the
 // suite's load for the grant its restart waits for.
 func TestProtocolSameVerdicts(t *testing.T) {
+	t.Parallel()
 	store := t.TempDir()
 	for _, name := range []string{"single-restart-empty", "redlock-restart-empty", "single-failover", "single-gc-pause", "fenced-gc-pause", "redlock-pause-during-acquire"} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			s, err := Get(name)
 			if err != nil {
 				t.Fatal(err)
