@@ -22,6 +22,9 @@ func TestCoverageOfARestartEmpty(t *testing.T) {
 	t.Parallel()
 	restart := func(name string, persist cluster.Persistence) Plan {
 		p := basePlan(t, name)
+		// The node must be back while the lease still runs: a 1 s TTL left
+		// too little room for a restart on a loaded host.
+		p.TTL = span(t, "3s")
 		p.Persistence = persist
 		p.Faults = []nemesis.Step{{
 			At: span(t, "1s"), Trigger: nemesis.TriggerGrant, Key: "tumbler:0",
