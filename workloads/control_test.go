@@ -227,8 +227,18 @@ func TestClientStart(t *testing.T) {
 			cfg := mutexConfig(e, t, mode)
 			cfg.Clients, cfg.TimeLimit = 2, 1500*time.Millisecond
 			cfg.ClientStart = []spans.Span{spans.Fixed(0), spans.Fixed(600 * time.Millisecond)}
+			// The clients' starts count from the clock's zero, which a run
+			// sets at Begin (runner.Run makes its clock there).
+			w := prepared(t, cfg, workloads.Harness{Recorder: e.rec, WorkerLog: testLog{t}})
+			e.clock = history.NewClock()
 			begin := e.clock.Now()
-			run(t, cfg, e.harness(t, false))
+			h := e.harness(t, false)
+			if err := w.Begin(h.Clock, h.Resource); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.Wait(); err != nil {
+				t.Fatal(err)
+			}
 			first := map[int]int64{}
 			for _, op := range e.rec.snapshot() {
 				if _, seen := first[op.Client]; !seen && op.Type == history.Invoke {
@@ -251,21 +261,7 @@ func TestTimeLimit(t *testing.T) {
 			e := newEnv(t)
 			cfg := mutexConfig(e, t, mode)
 			cfg.TimeLimit = 400 * time.Millisecond
-			// As a run does (runner.Run): time zero comes once every client
-			// is ready. From Start, a process worker slow to start on a
-			// loaded host could use up the whole limit and record nothing.
-			h := e.harness(t, false)
-			w, err := workloads.Prepare(testCtx(t), cfg, h)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(w.Close)
-			if err := w.Ready(testCtx(t)); err != nil {
-				t.Fatalf("Ready: %v", err)
-			}
-			if err := w.Begin(e.clock, h.Resource); err != nil {
-				t.Fatal(err)
-			}
+			w := start(t, cfg, e.harness(t, false))
 			end := e.clock.Now() + int64(cfg.TimeLimit)
 			if _, err := w.Wait(); err != nil {
 				t.Fatal(err)

@@ -51,7 +51,9 @@ func TestPrepareStartsAtTimeZero(t *testing.T) {
 			cfg.TimeLimit = slowBuild + 600*time.Millisecond
 
 			// Start: the clock runs while the locks are built.
-			run(t, cfg, e.harness(t, false))
+			if _, err := startNow(t, cfg, e.harness(t, false)).Wait(); err != nil {
+				t.Fatal(err)
+			}
 			if first := firstInvoke(t, e.rec.snapshot()); first < int64(slowBuild) {
 				t.Fatalf("from Start the first acquire came at %v, before the %v build could end", time.Duration(first), slowBuild)
 			}
@@ -125,7 +127,7 @@ func TestPrepareReadySaysWhyNot(t *testing.T) {
 		t.Errorf("Ready with an ended context = %v", err)
 	}
 	w.Close()
-	if err := start(t, cfg, e.harness(t, false)).Begin(e.clock, nil); err == nil {
+	if err := startNow(t, cfg, e.harness(t, false)).Begin(e.clock, nil); err == nil {
 		t.Error("a workload from Start was let Begin")
 	}
 }

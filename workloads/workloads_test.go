@@ -80,7 +80,35 @@ func mutexConfig(e *env, t *testing.T, mode workloads.Mode) workloads.Config {
 	}
 }
 
+// start runs cfg as a run does (runner.Run): Prepare, wait until every
+// client is ready, then Begin, so that the time limit and the test's
+// schedule count from time zero, not from a race-built worker's start-up
+// (which on a loaded host can take longer than a short test's limit).
 func start(t *testing.T, cfg workloads.Config, h workloads.Harness) *workloads.Workload {
+	t.Helper()
+	w := prepared(t, cfg, h)
+	if err := w.Begin(h.Clock, h.Resource); err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	return w
+}
+
+// prepared is start up to Begin: every client ready, none begun.
+func prepared(t *testing.T, cfg workloads.Config, h workloads.Harness) *workloads.Workload {
+	t.Helper()
+	w, err := workloads.Prepare(testCtx(t), cfg, h)
+	if err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	t.Cleanup(w.Close)
+	if err := w.Ready(testCtx(t)); err != nil {
+		t.Fatalf("Ready: %v", err)
+	}
+	return w
+}
+
+// startNow runs cfg from Start: its clock runs while the clients get ready.
+func startNow(t *testing.T, cfg workloads.Config, h workloads.Harness) *workloads.Workload {
 	t.Helper()
 	w, err := workloads.Start(testCtx(t), cfg, h)
 	if err != nil {
