@@ -96,11 +96,7 @@ func start(t *testing.T, cfg workloads.Config, h workloads.Harness) *workloads.W
 // prepared is start up to Begin: every client ready, none begun.
 func prepared(t *testing.T, cfg workloads.Config, h workloads.Harness) *workloads.Workload {
 	t.Helper()
-	w, err := workloads.Prepare(testCtx(t), cfg, h)
-	if err != nil {
-		t.Fatalf("Prepare: %v", err)
-	}
-	t.Cleanup(w.Close)
+	w := made(t, "Prepare")(workloads.Prepare(testCtx(t), cfg, h))
 	if err := w.Ready(testCtx(t)); err != nil {
 		t.Fatalf("Ready: %v", err)
 	}
@@ -110,12 +106,20 @@ func prepared(t *testing.T, cfg workloads.Config, h workloads.Harness) *workload
 // startNow runs cfg from Start: its clock runs while the clients get ready.
 func startNow(t *testing.T, cfg workloads.Config, h workloads.Harness) *workloads.Workload {
 	t.Helper()
-	w, err := workloads.Start(testCtx(t), cfg, h)
-	if err != nil {
-		t.Fatalf("Start: %v", err)
+	return made(t, "Start")(workloads.Start(testCtx(t), cfg, h))
+}
+
+// made takes what Prepare or Start (named how) returned: the workload,
+// closed when the test ends, or the test's end.
+func made(t *testing.T, how string) func(*workloads.Workload, error) *workloads.Workload {
+	return func(w *workloads.Workload, err error) *workloads.Workload {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", how, err)
+		}
+		t.Cleanup(w.Close)
+		return w
 	}
-	t.Cleanup(w.Close)
-	return w
 }
 
 func run(t *testing.T, cfg workloads.Config, h workloads.Harness) workloads.Stats {
