@@ -72,9 +72,25 @@ func removeDockerRun(ctx context.Context, run string) error {
 
 func removeRun(ctx context.Context, cli *testcontainers.DockerClient, run string) error {
 	filter := make(client.Filters).Add("label", DockerRunLabel+"="+run)
+	errs := removeContainers(ctx, cli, run, filter)
+	nets, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: filter})
+	if err != nil {
+		errs = append(errs, fmt.Errorf("docker: list networks of run %s: %w", run, err))
+	}
+	for _, n := range nets.Items {
+		if err := removeNetwork(ctx, cli, run, n.ID, filter); err != nil {
+			errs = append(errs, fmt.Errorf("docker: remove network %s: %w", n.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeContainers force-removes every container of the run, stopped
+// ones too, at once.
+func removeContainers(ctx context.Context, cli *testcontainers.DockerClient, run string, filter client.Filters) []error {
 	list, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: filter})
 	if err != nil {
-		return fmt.Errorf("docker: list containers of run %s: %w", run, err)
+		return []error{fmt.Errorf("docker: list containers of run %s: %w", run, err)}
 	}
 	errs := make([]error, len(list.Items))
 	var wg sync.WaitGroup
@@ -94,25 +110,43 @@ func removeRun(ctx context.Context, cli *testcontainers.DockerClient, run string
 		}()
 	}
 	wg.Wait()
-	nets, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: filter})
+	return errs
+}
+
+// removeNetwork removes the run's network once no endpoint is left on it.
+// A container another sweep is still removing keeps its endpoint for a
+// moment, so a refusal for active endpoints is retried. When it lasts
+// (seen on a loaded daemon: the endpoint of a container already removed
+// stays on the network), the run's containers are swept again, in case
+// one was created after the first sweep, and what is still attached is
+// disconnected by force.
+func removeNetwork(ctx context.Context, cli *testcontainers.DockerClient, run, id string, filter client.Filters) error {
+	_, err := cli.NetworkRemove(ctx, id, client.NetworkRemoveOptions{})
+	for try := 1; err != nil && strings.Contains(err.Error(), "active endpoints") && try <= 50; try++ {
+		if werr := wait.For(ctx, 200*time.Millisecond); werr != nil {
+			break
+		}
+		if try%10 == 0 {
+			removeContainers(ctx, cli, run, filter)
+			disconnectAll(ctx, cli, id)
+		}
+		_, err = cli.NetworkRemove(ctx, id, client.NetworkRemoveOptions{})
+	}
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+// disconnectAll force-disconnects every endpoint the network still lists.
+func disconnectAll(ctx context.Context, cli *testcontainers.DockerClient, id string) {
+	in, err := cli.NetworkInspect(ctx, id, client.NetworkInspectOptions{})
 	if err != nil {
-		errs = append(errs, fmt.Errorf("docker: list networks of run %s: %w", run, err))
+		return
 	}
-	for _, n := range nets.Items {
-		_, err := cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{})
-		// A container another sweep is still removing keeps its endpoint
-		// on the network for a moment.
-		for try := 0; err != nil && strings.Contains(err.Error(), "active endpoints") && try < 50; try++ {
-			if werr := wait.For(ctx, 200*time.Millisecond); werr != nil {
-				break
-			}
-			_, err = cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{})
-		}
-		if err != nil && !cerrdefs.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("docker: remove network %s: %w", n.Name, err))
-		}
+	for ctr := range in.Network.Containers {
+		_, _ = cli.NetworkDisconnect(ctx, id, client.NetworkDisconnectOptions{Container: ctr, Force: true})
 	}
-	return errors.Join(errs...)
 }
 
 // waitRemoved waits, up to 20 s, until the container is gone.
