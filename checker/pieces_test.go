@@ -15,6 +15,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	h "github.com/tumbler-dev/tumbler/history"
+	"github.com/tumbler-dev/tumbler/internal/racebuild"
 )
 
 // splitStats says what a split exercised.
@@ -198,9 +199,9 @@ func genChaos(rng *rand.Rand, reentrant bool) []h.Op {
 // histories (with and without reentrancy), and make sure every kind of cut
 // was exercised and both verdicts are well represented.
 func TestLinearizabilitySplitKeepsVerdicts(t *testing.T) {
-	rounds := 6000
+	rounds := racebuild.Sample(6000, 8) // an eighth under -race (internal/racebuild)
 	if testing.Short() {
-		rounds = 1500
+		rounds = min(rounds, 1500)
 	}
 	seed := uint64(7)
 	if s := os.Getenv("TUMBLER_SPLIT_ROUNDS"); s != "" { // a longer search: TUMBLER_SPLIT_ROUNDS=200000 TUMBLER_SPLIT_SEED=n

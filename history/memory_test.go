@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/tumbler-dev/tumbler/internal/racebuild"
 )
 
 // writeSynthetic writes n ops shaped like a mutex run with fencing: 16
@@ -87,7 +89,7 @@ func loadMeasured(tb testing.TB, n int) (live, sys uint64, took time.Duration) {
 // live cost per op at 1 KiB on a smaller history (BenchmarkDecodeMillion
 // measures the million).
 func TestDecodeMemoryPerOp(t *testing.T) {
-	if raceEnabled || testing.Short() {
+	if racebuild.Enabled || testing.Short() {
 		t.Skip("memory figures are meaningless under the race detector; skipped in -short")
 	}
 	const n = 200_000
