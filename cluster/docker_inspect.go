@@ -116,10 +116,10 @@ func removeContainers(ctx context.Context, cli *testcontainers.DockerClient, run
 // removeNetwork removes the run's network once no endpoint is left on it.
 // A container another sweep is still removing keeps its endpoint for a
 // moment, so a refusal for active endpoints is retried. When it lasts
-// (seen on a loaded daemon: the endpoint of a container already removed
-// stays on the network), the run's containers are swept again, in case
-// one was created after the first sweep, and what is still attached is
-// disconnected by force.
+// (seen in CI on a loaded daemon, past 10 s of retries), the run's
+// containers are swept again, in case one joined after the first sweep,
+// and every endpoint the network still lists is disconnected by force, in
+// case it outlived its container.
 func removeNetwork(ctx context.Context, cli *testcontainers.DockerClient, run, id string, filter client.Filters) error {
 	_, err := cli.NetworkRemove(ctx, id, client.NetworkRemoveOptions{})
 	for try := 1; err != nil && strings.Contains(err.Error(), "active endpoints") && try <= 50; try++ {

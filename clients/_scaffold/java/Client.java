@@ -2,11 +2,11 @@
 // `tumbler client new`. It speaks RESP to one Redis node with Java's
 // standard library only — SET NX PX to acquire, a compare-and-delete
 // script to release, a compare-and-PEXPIRE script to extend — so that it
-// runs as it is (run.sh compiles it once and starts it). To put your own lock library under
-// tumbler, replace the three calls marked LIBRARY with your library's, and
-// keep the mapping of what it says to ok, fail and info. tumbler's
-// messages are flat JSON objects; the small reader below is enough for
-// them (swap in your JSON library if you have one).
+// runs as it is (run.sh compiles it once and starts it). To put your own
+// lock library under tumbler, replace the three calls marked LIBRARY with
+// your library's, and keep the mapping of what it says to ok, fail and
+// info. tumbler's messages are flat JSON objects; the small reader below
+// is enough for them (swap in your JSON library if you have one).
 import java.io.*;
 import java.net.*;
 import java.nio.charset.StandardCharsets;
