@@ -11,10 +11,13 @@ type Persistence string
 const (
 	// PersistNone keeps nothing: the node starts empty every time.
 	PersistNone Persistence = "none"
-	// AOFEverySec is appendonly with appendfsync everysec. Redis writes
-	// the AOF before it replies and only fsyncs once a second, so a
-	// process kill (what Kill does) loses no acknowledged write; a machine
-	// crash would lose up to about a second.
+	// AOFEverySec is appendonly with appendfsync everysec. Redis fsyncs
+	// once a second, in the background, and writes the AOF before it
+	// replies, except while a background fsync is still running: then it
+	// holds the write back, for up to 2 s, and replies all the same. So a
+	// process kill (what Kill does) loses no acknowledged write that
+	// reached the file, but can lose those of the last seconds on a busy
+	// disk; a machine crash loses up to about a second more.
 	AOFEverySec Persistence = "aof-everysec"
 	// AOFAlways is appendonly with appendfsync always: every acknowledged
 	// write is on disk.
