@@ -120,7 +120,13 @@ func TestStalledNodeBacklogInOrder(t *testing.T) {
 	if err := l.Release(locktest.Context(t), lease); err != nil {
 		t.Fatal(err)
 	}
-	before := lockConns(t, admin[0])
+	// Acquire and Release return at a quorum: node 0's connection may
+	// still be dialling (seen in CI on a loaded host), so wait for it.
+	var before []string
+	eventually(t, "node 0 has the lock's connection", func() bool {
+		before = lockConns(t, admin[0])
+		return len(before) == 1
+	})
 	thaw := servers[0].Freeze(t)
 	var last lock.Lease
 	for range 20 {
@@ -164,7 +170,13 @@ func TestOverdueConnectionIsReplaced(t *testing.T) {
 	if lease, err := l.Acquire(locktest.Context(t)); err != nil || l.Release(locktest.Context(t), lease) != nil {
 		t.Fatalf("warm-up: %v", err)
 	}
-	before := lockConns(t, admin[0])
+	// Acquire and Release return at a quorum: node 0's connection may
+	// still be dialling (seen in CI on a loaded host), so wait for it.
+	var before []string
+	eventually(t, "node 0 has the lock's connection", func() bool {
+		before = lockConns(t, admin[0])
+		return len(before) == 1
+	})
 	thaw := servers[0].Freeze(t)
 	lease, err := l.Acquire(locktest.Context(t))
 	if err != nil {
