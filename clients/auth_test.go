@@ -14,6 +14,7 @@ import (
 	_ "github.com/tumbler-dev/tumbler/clients" // the shipped clients
 	"github.com/tumbler-dev/tumbler/cluster"
 	"github.com/tumbler-dev/tumbler/internal/redistest"
+	"github.com/tumbler-dev/tumbler/internal/testenv"
 	"github.com/tumbler-dev/tumbler/internal/tlstest"
 	"github.com/tumbler-dev/tumbler/lock"
 	"github.com/tumbler-dev/tumbler/lock/locktest"
@@ -118,9 +119,9 @@ var tlsRefused = map[string]bool{"tooz": true}
 // locks through its own proxies; with a CA that signed nothing it gets
 // no lock. The reference client speaks plain TCP only.
 func TestTLS(t *testing.T) {
+	t.Parallel()
 	certs := tlstest.Certs(t)
-	t.Setenv("TUMBLER_TEST_CLIENT_PW", "tls-client-secret")
-	creds := access.Credentials{Password: access.Secret{Env: "TUMBLER_TEST_CLIENT_PW"}}
+	creds := access.Credentials{Password: access.Secret{Env: testenv.Set(t, "TUMBLER_TEST_CLIENT_PW", "tls-client-secret")}}
 	tlsCfg := &access.TLS{CAFile: certs.CA, CertFile: certs.ClientCert, KeyFile: certs.ClientKey,
 		ServerName: tlstest.ServerName, ServerCertFile: certs.ServerCert, ServerKeyFile: certs.ServerKey}
 	tp, err := cluster.ParseTopology("independent:3")

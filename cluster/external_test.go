@@ -658,8 +658,8 @@ func TestDeployExternalConfig(t *testing.T) {
 // declared in the config (c0->s1..s3), log in with the config's access,
 // and lose the Sentinels when those links are cut.
 func TestExternalSentinels(t *testing.T) {
-	t.Setenv("TUMBLER_TEST_EXT_PW", "external-secret")
-	pw := access.Secret{Env: "TUMBLER_TEST_EXT_PW"}
+	t.Parallel()
+	pw := secretEnv(t, "TUMBLER_TEST_EXT_PW", "external-secret")
 	inner := startCluster(t, Spec{Topology: topo(t, "replicated:1+sentinels"), Clients: 1, APIAddr: "127.0.0.1:0",
 		Access: &access.Config{Client: access.Credentials{Password: pw}}})
 	cfg := ExternalConfig{Topology: inner.Topology(), Nodes: map[string]ExternalNode{}, Links: map[string]ExternalLink{},

@@ -12,13 +12,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tumbler-dev/tumbler/access"
+	"github.com/tumbler-dev/tumbler/internal/testenv"
 	"github.com/tumbler-dev/tumbler/internal/tlstest"
 )
 
-// secretEnv puts a fresh secret in an environment variable for the test.
-func secretEnv(t *testing.T, name, value string) access.Secret {
-	t.Setenv(name, value)
-	return access.Secret{Env: name}
+// secretEnv puts a fresh secret in an environment variable of the test's
+// own, whose name begins with prefix.
+func secretEnv(t *testing.T, prefix, value string) access.Secret {
+	return access.Secret{Env: testenv.Set(t, prefix, value)}
 }
 
 // grepDir fails the test if any file under dir contains needle.
@@ -55,6 +56,7 @@ func plainClient(t *testing.T, addr string, login access.Login) *redis.Client {
 // without it; replication and Sentinel work with it, through a failover;
 // no file of the cluster's directory holds it.
 func TestPasswordEverywhere(t *testing.T) {
+	t.Parallel()
 	pw := "pw-" + t.Name() + "-Zq8 \"quoted\" and spaced"
 	dir := t.TempDir()
 	c := startCluster(t, Spec{Topology: topo(t, "replicated:1+sentinels"), Clients: 1, Dir: dir,
@@ -108,6 +110,7 @@ func waitReplicated(t *testing.T, c *Cluster, node, key string, login access.Log
 // in to them as that user too. A changed password is an error naming the
 // node before anything runs.
 func TestACLUser(t *testing.T) {
+	t.Parallel()
 	pw := "lock-secret-" + t.Name()
 	file := filepath.Join(t.TempDir(), "pw")
 	if err := os.WriteFile(file, []byte(pw+"\n"), 0o600); err != nil {
@@ -168,6 +171,7 @@ func TestACLUser(t *testing.T) {
 // completes), and the cluster's directory holds neither the password nor
 // the private keys.
 func TestTLS(t *testing.T) {
+	t.Parallel()
 	certs := tlstest.Certs(t)
 	pw := "tls-pw-" + t.Name()
 	dir := t.TempDir()
@@ -208,6 +212,7 @@ func TestTLS(t *testing.T) {
 // A certificate the harness cannot verify stops the start at once, with an
 // error naming the node; so does a client certificate the servers refuse.
 func TestTLSRefusedNamesTheNode(t *testing.T) {
+	t.Parallel()
 	certs, other := tlstest.Certs(t), tlstest.Certs(t)
 	for name, tc := range map[string]access.TLS{
 		"server name": {CAFile: certs.CA, ServerName: "elsewhere.test", ServerCertFile: certs.ServerCert, ServerKeyFile: certs.ServerKey},

@@ -13,6 +13,7 @@ import (
 	"github.com/tumbler-dev/tumbler/access"
 	_ "github.com/tumbler-dev/tumbler/clients" // the shipped clients
 	"github.com/tumbler-dev/tumbler/cluster"
+	"github.com/tumbler-dev/tumbler/internal/testenv"
 	"github.com/tumbler-dev/tumbler/internal/tlstest"
 	"github.com/tumbler-dev/tumbler/lock/protocol"
 	"github.com/tumbler-dev/tumbler/lock/variants"
@@ -51,20 +52,24 @@ func storeHolds(t *testing.T, dir, needle string) []string {
 // holds for a lock client program (redis-py over the protocol), which is
 // told where its secrets are and reads them itself.
 func TestSecretsNeverStored(t *testing.T) {
+	t.Parallel()
 	for _, lock := range []variants.Options{{Variant: "single"}, {Variant: variants.ClientVariant, Client: &protocol.Program{Name: "redis-py"}}} {
-		t.Run(lock.Label(), func(t *testing.T) { secretsNeverStored(t, lock) })
+		t.Run(lock.Label(), func(t *testing.T) {
+			t.Parallel()
+			secretsNeverStored(t, lock)
+		})
 	}
 }
 
 func secretsNeverStored(t *testing.T, lock variants.Options) {
 	certs := tlstest.Certs(t)
 	pw := "S3cret-" + t.Name() + "-9f2c"
-	t.Setenv("TUMBLER_TEST_LOCK_PW", pw)
+	pwEnv := testenv.Set(t, "TUMBLER_TEST_LOCK_PW", pw)
 	p := basePlan(t, "secrets")
 	p.Topology, _ = cluster.ParseTopology("replicated:1+sentinels")
 	p.Lock.Options = lock
 	p.Access = &access.Config{
-		Client: access.Credentials{User: "locks", Password: access.Secret{Env: "TUMBLER_TEST_LOCK_PW"}},
+		Client: access.Credentials{User: "locks", Password: access.Secret{Env: pwEnv}},
 		TLS: &access.TLS{CAFile: certs.CA, CertFile: certs.ClientCert, KeyFile: certs.ClientKey, ServerName: tlstest.ServerName,
 			ServerCertFile: certs.ServerCert, ServerKeyFile: certs.ServerKey},
 	}
@@ -84,7 +89,7 @@ func secretsNeverStored(t *testing.T, lock variants.Options) {
 		t.Fatalf("%d faults recorded, want the failover", n)
 	}
 	plan, _ := os.ReadFile(filepath.Join(out.Dir, "plan.json"))
-	if !strings.Contains(string(plan), "TUMBLER_TEST_LOCK_PW") {
+	if !strings.Contains(string(plan), `"`+pwEnv+`"`) {
 		t.Errorf("plan.json does not name where the password is:\n%s", plan)
 	}
 	for _, secret := range []string{pw, pemBody(t, certs.ServerKey), pemBody(t, certs.ClientKey)} {
@@ -110,6 +115,7 @@ func pemBody(t *testing.T, file string) string {
 // Skipping certificate verification is only ever explicit, and the report
 // says it loudly.
 func TestInsecureTLSIsReported(t *testing.T) {
+	t.Parallel()
 	certs := tlstest.Certs(t)
 	pwFile := filepath.Join(t.TempDir(), "pw")
 	if err := os.WriteFile(pwFile, []byte("file-secret\n"), 0o600); err != nil {
