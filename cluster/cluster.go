@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,7 +96,10 @@ type Cluster struct {
 	api     *http.Server
 	apiAddr string
 	proxies map[string]linkProxy // fixed after Start
-	links   []Link
+	// proxyPorts hold the local proxies' listening ports until Close
+	// (makeProxies says why).
+	proxyPorts []*portLock
+	links      []Link
 	// announce maps an adopted deployment's nodes to the addresses they
 	// announce, which is where Sentinel says they are (see announceAddr).
 	announce map[string]string
@@ -334,7 +338,18 @@ func (c *Cluster) makeProxies() error {
 				to = n.busAddr
 			}
 			if to != "" {
-				p, err := newLocalProxy(c.tox, l.String(), net.JoinHostPort(host, "0"), to)
+				// A reserved port rather than one the kernel picks: a proxy
+				// re-pointed at a promotion (groups) stops listening and
+				// listens again on the same port, and in the kernel's
+				// ephemeral range an outgoing connection or another
+				// listener could take the port in between ("address already
+				// in use"; seen with tests running side by side).
+				port, err := reservePort()
+				if err != nil {
+					return fmt.Errorf("proxy %s: %w", l, err)
+				}
+				c.proxyPorts = append(c.proxyPorts, port)
+				p, err := newLocalProxy(c.tox, l.String(), net.JoinHostPort(host, strconv.Itoa(port.port)), to)
 				if err != nil {
 					return err
 				}
@@ -390,6 +405,9 @@ func (c *Cluster) Close() error {
 			if err := c.tox.Collection.Clear(); err != nil {
 				errs = append(errs, fmt.Errorf("stop proxies: %w", err))
 			}
+		}
+		for _, p := range c.proxyPorts {
+			p.release()
 		}
 		for _, n := range c.nodes {
 			if n.admin != nil {

@@ -2,6 +2,10 @@ package cluster
 
 import (
 	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +17,7 @@ import (
 // primary, promotes one group's replica and checks that the clients' proxy
 // of that group now leads to it while the other group is untouched.
 func TestGroupsPromote(t *testing.T) {
+	t.Parallel()
 	topo, err := ParseTopology("groups:2")
 	if err != nil {
 		t.Fatal(err)
@@ -101,5 +106,56 @@ func checkGroupsPromote(t *testing.T, ctx context.Context, c *Cluster) {
 	}
 	if _, err := c.Primary(ctx); err == nil {
 		t.Fatal("Primary of a groups topology answered one node")
+	}
+}
+
+// TestProxiesListenOnReservedPorts: every proxy of the harness listens on
+// a port outside the kernel's ephemeral range, reserved against other
+// tumbler processes until Close. A promotion re-points a group's proxies
+// by closing and reopening their listeners on the same port; on a port the
+// kernel hands out, an outgoing connection or another listener took it in
+// between once ("bind: address already in use", TestGroupsPromote beside
+// other tests).
+func TestProxiesListenOnReservedPorts(t *testing.T) {
+	t.Parallel()
+	topo, err := ParseTopology("groups:2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := Start(ctx, Spec{Topology: topo, Clients: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	lo, hi := portRange()
+	var locks []string
+	for _, l := range c.Links() {
+		addr, err := c.LinkAddr(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, p, _ := net.SplitHostPort(addr)
+		port, _ := strconv.Atoi(p)
+		if port < lo || port > hi {
+			t.Errorf("proxy %s listens on %s, outside the reserved range %d-%d", l, addr, lo, hi)
+		}
+		lock := filepath.Join(StateDir(), "ports", p+".lock")
+		if _, err := os.Stat(lock); err != nil {
+			t.Errorf("proxy %s's port %s is not reserved: %v", l, p, err)
+		}
+		locks = append(locks, lock)
+	}
+	if len(locks) == 0 {
+		t.Fatal("no links")
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, lock := range locks {
+		if _, err := os.Stat(lock); err == nil {
+			t.Errorf("%s still reserved after Close", lock)
+		}
 	}
 }

@@ -228,8 +228,9 @@ type portLock struct {
 }
 
 // reservePort picks a free port outside the kernel's ephemeral range (which
-// the proxies' listeners and every outgoing connection draw from, and which
-// would not respect our reservation), locks it and checks that it binds.
+// every outgoing connection and every listener on port 0 draws from, and
+// which would not respect our reservation), locks it and checks that it
+// binds. Nodes and the harness's own proxies listen on such ports.
 func reservePort() (*portLock, error) {
 	dir := filepath.Join(StateDir(), "ports")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
