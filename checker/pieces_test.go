@@ -199,6 +199,7 @@ func genChaos(rng *rand.Rand, reentrant bool) []h.Op {
 // histories (with and without reentrancy), and make sure every kind of cut
 // was exercised and both verdicts are well represented.
 func TestLinearizabilitySplitKeepsVerdicts(t *testing.T) {
+	t.Parallel()
 	rounds := racebuild.Sample(6000, 8) // an eighth under -race (internal/racebuild)
 	if testing.Short() {
 		rounds = min(rounds, 1500)

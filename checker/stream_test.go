@@ -29,6 +29,7 @@ func monitorCount(ops []h.Op, cfg Config, skew int64) (*MutexMonitor, int) {
 // corpus, on generated histories and on simulated runs (correct and
 // broken), also when it forgets as eagerly as it can.
 func TestMutexMonitorCountsWhatCheckFinds(t *testing.T) {
+	t.Parallel()
 	type hist struct {
 		name      string
 		ops       []h.Op
@@ -94,6 +95,7 @@ func TestMutexMonitorCountsWhatCheckFinds(t *testing.T) {
 // The monitor's memory does not grow with the history: after a long run
 // it keeps a few calls and holds, not one per operation.
 func TestMutexMonitorForgets(t *testing.T) {
+	t.Parallel()
 	ops := simulate(simConfig{seed: 5, clients: 16, keys: 4, ops: 200_000, ttl: 200 * time.Millisecond, infoRate: 0.01, watchdog: true})
 	m := NewMutexMonitor(Config{TTL: 200 * time.Millisecond})
 	peak := 0

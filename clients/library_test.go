@@ -39,6 +39,7 @@ func wantErr(t testing.TB, what string, err, kind error, says string) {
 // is refused by the library (it has no token left) although the key is
 // still held in Redis, where it stays until it expires.
 func TestRedisPyReleaseClearsTokenFirst(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, 1)[0]
 	key := locktest.Key(t)
 	in := initFor(manifest(t, "redis-py"), []*redistest.Server{srv}, key, 30*time.Second, nil)
@@ -70,6 +71,7 @@ func TestRedisPyReleaseClearsTokenFirst(t *testing.T) {
 // TestRedisPyTimeoutNone: with timeout null (redis-py's default None) the
 // lock never expires, and the library refuses to extend it.
 func TestRedisPyTimeoutNone(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, 1)[0]
 	key := locktest.Key(t)
 	in := initFor(manifest(t, "redis-py"), []*redistest.Server{srv}, key, 300*time.Millisecond, map[string]any{"timeout": nil})
@@ -98,6 +100,7 @@ func TestRedisPyTimeoutNone(t *testing.T) {
 // taken by another — returns as a release that worked. It does not free the
 // holder's lock.
 func TestReleaseOfALeaseNotHeldReportsSuccess(t *testing.T) {
+	t.Parallel()
 	servers := redistest.Start(t, 3)
 	for _, name := range []string{"symfony", "symfony-combined"} {
 		t.Run(name, func(t *testing.T) {
@@ -142,6 +145,7 @@ func TestReleaseOfALeaseNotHeldReportsSuccess(t *testing.T) {
 // step granted) leaves a key that lives 300 s, and the validity it reports
 // counts from the refresh, after the stop, not from the start of acquire.
 func TestSymfonyValidityCountsFromTheRefresh(t *testing.T) {
+	t.Parallel()
 	servers := redistest.Start(t, 1)
 	key := locktest.Key(t)
 	ttl := 2 * time.Second
@@ -275,6 +279,7 @@ func expireWithin(t *testing.T, ctx context.Context, b lock.Locker, since time.T
 // key, and the one after that is told "acquired" on a key another client
 // holds. (Under PHP-FPM, per_request, the shift ends with the request.)
 func TestPhpRedisStaleReplyAfterATimeout(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, 1)[0]
 	m := manifest(t, "laravel")
 	k1, k2, k3 := locktest.Key(t), locktest.Key(t), locktest.Key(t)
@@ -320,6 +325,7 @@ func TestPhpRedisStaleReplyAfterATimeout(t *testing.T) {
 // info, not the "conflicted" the library reports: saves failed, and may
 // have landed.
 func TestSymfonyCombinedMajority(t *testing.T) {
+	t.Parallel()
 	servers := redistest.Start(t, 3)
 	key := locktest.Key(t)
 	in := initFor(manifest(t, "symfony-combined"), servers, key, 5*time.Second, nil)

@@ -24,6 +24,7 @@ var phpClients = []string{"symfony", "symfony-combined", "laravel"}
 // its connections after the release — and with per_request false a
 // long-running worker that keeps one connection for every call.
 func TestPerRequest(t *testing.T) {
+	t.Parallel()
 	for _, name := range phpClients {
 		for _, perRequest := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/per_request=%v", name, perRequest), func(t *testing.T) {
@@ -69,6 +70,7 @@ func TestPerRequest(t *testing.T) {
 // connection Symfony's StoreFactory makes from a DSN is (RedisProxy), so
 // once it is back it holds the lock too — also in a long-running worker.
 func TestSymfonyCombinedConnectsLazily(t *testing.T) {
+	t.Parallel()
 	servers := redistest.Start(t, 3)
 	key := locktest.Key(t)
 	servers[2].Stop()

@@ -473,6 +473,7 @@ func TestDockerAccess(t *testing.T) {
 // valkey from bookworm-backports; minutes on first use, once per machine)
 // and fails a Valkey primary over to its replica in containers.
 func TestDockerValkey(t *testing.T) {
+	t.Parallel()
 	needDocker(t)
 	img := os.Getenv(image.Env(Valkey))
 	if img == "" {

@@ -90,6 +90,7 @@ func clusterClient(t *testing.T, c *Cluster, i int) *redis.ClusterClient {
 }
 
 func TestRedisClusterFormsAndFailsOver(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, Spec{Topology: topo(t, "cluster:3+1"), Clients: 2})
 	ctx := testCtx(t, 60*time.Second)
 

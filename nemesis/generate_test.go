@@ -86,6 +86,7 @@ func genCases(t *testing.T) []genCase {
 // time a start or a failover may take) before the time limit. Under -race
 // it checks a quarter of the seeds (internal/racebuild).
 func TestGenerateProperties(t *testing.T) {
+	t.Parallel()
 	kinds := map[Kind]int{}
 	var leaseSteps, bareMajority, overlapping, holderSteps int
 	for _, tc := range genCases(t) {
@@ -198,6 +199,7 @@ func TestGenerateProperties(t *testing.T) {
 // several; a fixed persistence is never overridden; failovers aimed at a
 // grant mostly cut replication first, with little lag.
 func TestGenerateLockAwareShapes(t *testing.T) {
+	t.Parallel()
 	o := genOptions(t, "independent:5", "tumbler:0", 2)
 	var clocks, forwardPast, backward, several int
 	for seed := int64(0); seed < 200; seed++ {

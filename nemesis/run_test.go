@@ -15,8 +15,12 @@ import (
 	"github.com/tumbler-dev/tumbler/workloads"
 )
 
-// noLeak fails the test if goroutines started during it outlive it.
+// noLeak fails the test if goroutines started during it outlive it. It
+// counts the whole process's goroutines, so a test that calls it must not
+// run beside others: t.Setenv panics in a parallel test (and a later
+// t.Parallel panics after it), which makes that mistake a failure.
 func noLeak(t *testing.T) {
+	t.Setenv("TUMBLER_TEST_SERIAL", "noLeak")
 	before := runtime.NumGoroutine()
 	t.Cleanup(func() {
 		deadline := time.Now().Add(2 * time.Second)

@@ -39,6 +39,7 @@ func TestStepSpans(t *testing.T) {
 // topology and mix): the halves stay positive, a strobe shorter than its
 // fault, a jitter within its latency.
 func TestHalvedSpansStayValid(t *testing.T) {
+	t.Parallel()
 	halved := map[string]int{}
 	for _, tc := range genCases(t) {
 		for seed := range racebuild.Sample(tc.seeds, 4) { // a quarter under -race

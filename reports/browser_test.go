@@ -17,6 +17,7 @@ import (
 // The report renders in a real browser without a script error and shows
 // its verdict; a page with a broken script is caught, so the check can fail.
 func TestIndexInBrowser(t *testing.T) {
+	t.Parallel()
 	browser := browsertest.Chromium(t)
 
 	broken := filepath.Join(t.TempDir(), "broken.html")

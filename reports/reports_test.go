@@ -550,6 +550,7 @@ func bigRun(t *testing.T, holdsPerLane int) Run {
 // A long history keeps the report small: the operations table shows the
 // anomalies' neighbourhoods, the timeline merges bars below a pixel.
 func TestLargeHistory(t *testing.T) {
+	t.Parallel()
 	r := bigRun(t, 4000) // 24k holds, ~96k ops
 	if r.Result.Verdict != checker.Invalid {
 		t.Fatalf("the synthetic double grant gave %s", r.Result.Verdict)
@@ -624,6 +625,7 @@ func TestTypicalRunSizes(t *testing.T) {
 // Whatever the ops, Write writes every file without an internal error:
 // the report of a run must not die on the history it reports.
 func TestArbitraryOpsNeverBreakWrite(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	types := []history.Type{history.Invoke, history.OK, history.Fail, history.Info, "weird"}
 	fs := []string{history.Acquire, history.Release, history.Extend, history.Write, history.Read, history.Crash, history.Lost, history.Start, history.Stop, "noise"}
@@ -744,6 +746,7 @@ func randomWellFormed(rng *rand.Rand, n int) []history.Op {
 // Random well-formed histories pass the checker, and Write reports every
 // one of them in full.
 func TestRandomCheckedRuns(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
 	verdicts := map[checker.Verdict]int{}
 	for round := range 20 {

@@ -78,6 +78,7 @@ func sameFiles(t *testing.T, what string, before, after map[string]string) {
 // anomalies, expectation and judgement, and nothing else in the directory
 // changes.
 func TestAnalyzeNeverDestroys(t *testing.T) {
+	t.Parallel()
 	p := basePlan(t, "keep")
 	p.Workload.Mode = workloads.InProcess
 	p.TimeLimit = span(t, "3s")

@@ -46,6 +46,7 @@ func copyRun(t *testing.T, src string) string {
 // said about the run; a history cut in the middle of its last line (a
 // killed run) is checked up to it; a malformed one is refused.
 func TestAnalyze(t *testing.T) {
+	t.Parallel()
 	p := basePlan(t, "analyze")
 	p.Workload.Mode = workloads.InProcess
 	p.TimeLimit = span(t, "3s")

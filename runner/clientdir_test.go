@@ -115,6 +115,7 @@ func TestConformClientDirectory(t *testing.T) {
 // paused it), and its plan.json records the manifest it ran with, so that
 // the plan replays and re-checks without the flags.
 func TestClientDirectoryRunsAtItsOwnStep(t *testing.T) {
+	t.Parallel()
 	dir := scaffold(t, "python")
 	m, err := protocol.LoadDir(dir)
 	if err != nil {

@@ -60,6 +60,7 @@ func garblingClient(t *testing.T) string {
 // as it answered it; the program is restarted once and the client goes on
 // (later acquires succeed); and the run is judged, valid.
 func TestClientProgramGarblesInARun(t *testing.T) {
+	t.Parallel()
 	prog, state := garblingClient(t), t.TempDir()
 	p := basePlan(t, "client-garbles")
 	p.Lock.Options = variants.Options{Variant: variants.ClientVariant,

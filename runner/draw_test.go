@@ -16,6 +16,7 @@ import (
 // and no other; a step on the way to a grant is armed on every client at
 // once, a step of the release on the holder of a grant.
 func TestDrawnFaultsArmTheLocksOwnSteps(t *testing.T) {
+	t.Parallel()
 	for lock, want := range map[string]string{"setnx-expire": "after-setnx", "check-then-del": "between-get-and-del", "watchdog": "granted", "reentrant": ""} {
 		p := drawPlan(t, lock, 3)
 		seen := map[string]int{}

@@ -89,6 +89,7 @@ func TestConformPHPLock(t *testing.T) {
 // timeout is refused with the library's ExecutionOutsideLockException,
 // leaving the keys to expire.
 func TestPHPLockCannotExtend(t *testing.T) {
+	t.Parallel()
 	_, inst := phpLock(t)
 	servers := redistest.Start(t, 3)
 	key := "tumbler:phplock"

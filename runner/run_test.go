@@ -122,6 +122,7 @@ func TestRestartEmptyDoubleGrant(t *testing.T) {
 // lost, and another client is granted the lock meanwhile; the fault's
 // records frame the starvation.
 func TestClientStarveDelaysRenewals(t *testing.T) {
+	t.Parallel()
 	p := basePlan(t, "client-starve")
 	p.Lock = LockPlan{Options: variants.Options{Variant: "watchdog", Inner: "single"}}
 	p.Workload.Hold = Range{span(t, "3ttl"), span(t, "3ttl")}

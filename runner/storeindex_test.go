@@ -14,6 +14,7 @@ import (
 // TestRunIndexesStore: a run lists itself in its store's index.html, and
 // an analysis of it rewrites the page.
 func TestRunIndexesStore(t *testing.T) {
+	t.Parallel()
 	store := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -96,6 +96,7 @@ func quickBaseline(t *testing.T) Scenario {
 // TestRunMatrixShard: a shard runs only its share of the row×seed runs
 // and the matrix holds their judged results.
 func TestRunMatrixShard(t *testing.T) {
+	t.Parallel()
 	s := quickBaseline(t)
 	store := t.TempDir()
 	var events []MatrixProgress

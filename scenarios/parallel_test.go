@@ -22,6 +22,7 @@ import (
 // a report would hold another run's history. Each must match its
 // expectation, in a directory of its own, with its own plan and history.
 func TestRunsAtOnceShareNothing(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs four rows at once on real servers")
 	}

@@ -13,6 +13,7 @@ import (
 // checkers: they must be accepted as well-formed, and a correct lock
 // without faults must be judged valid in both client modes.
 func TestHistoriesMeetCheckerContract(t *testing.T) {
+	t.Parallel()
 	for _, mode := range modes {
 		for _, kind := range []workloads.Kind{workloads.Mutex, workloads.Counter, workloads.FencedWrite} {
 			t.Run(string(mode)+"/"+string(kind), func(t *testing.T) {

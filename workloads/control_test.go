@@ -26,6 +26,7 @@ func isOK(f string) func(history.Op) bool {
 // is recorded while it is stopped, its renewals stop so the key expires,
 // and after Resume it finds the lease gone.
 func TestPauseStopsWorker(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	const ttl = 600 * time.Millisecond
 	cfg := workloads.Config{
@@ -104,8 +105,10 @@ func TestPauseNeedsProcessMode(t *testing.T) {
 // records the crash, does not release, and continues as a new process that
 // gets the key only once the abandoned lease has expired.
 func TestCrashAtStep(t *testing.T) {
+	t.Parallel()
 	for _, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			cfg := e.waitingMutex(t, mode, 1, 400*time.Millisecond, 1200*time.Millisecond, workloads.Options{
 				Hold:         spans.Between(5*time.Millisecond, 5*time.Millisecond),
@@ -149,8 +152,10 @@ func TestCrashAtStep(t *testing.T) {
 // its open acquire becomes info, a crash is recorded, and it comes back as
 // a new process.
 func TestKillClosesOpenInvokes(t *testing.T) {
+	t.Parallel()
 	for _, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			cfg := e.waitingMutex(t, mode, 2, 5*time.Second, 1200*time.Millisecond, workloads.Options{
 				AcquireTimeout: spans.Fixed(3 * time.Second),
@@ -189,6 +194,7 @@ func TestKillClosesOpenInvokes(t *testing.T) {
 }
 
 func TestMaxOpsAndRate(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := mutexConfig(e, t, workloads.InProcess)
 	cfg.Clients, cfg.MaxOps, cfg.TimeLimit = 2, 10, 20*time.Second
@@ -221,8 +227,10 @@ func TestMaxOpsAndRate(t *testing.T) {
 // TestClientStart: a client with a start begins its first cycle no earlier
 // than that after the run's start; the others start at once.
 func TestClientStart(t *testing.T) {
+	t.Parallel()
 	for _, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			cfg := mutexConfig(e, t, mode)
 			cfg.Clients, cfg.TimeLimit = 2, 1500*time.Millisecond
@@ -256,8 +264,10 @@ func TestClientStart(t *testing.T) {
 }
 
 func TestTimeLimit(t *testing.T) {
+	t.Parallel()
 	for _, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			cfg := mutexConfig(e, t, mode)
 			cfg.TimeLimit = 400 * time.Millisecond
@@ -335,8 +345,10 @@ func wallOf(t *testing.T, op history.Op) time.Time {
 }
 
 func TestClockOffsetReachesClient(t *testing.T) {
+	t.Parallel()
 	for _, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			cfg := mutexConfig(e, t, mode)
 			cfg.Clients, cfg.TimeLimit = 1, 3*time.Second
@@ -371,8 +383,10 @@ func TestClockOffsetReachesClient(t *testing.T) {
 // runs the wall clock its lock reads at the rate, in a worker process too:
 // at 61× the clock gains a minute every second.
 func TestClockDriftReachesClient(t *testing.T) {
+	t.Parallel()
 	for _, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			cfg := mutexConfig(e, t, mode)
 			cfg.Clients, cfg.TimeLimit = 1, 4*time.Second
@@ -521,8 +535,10 @@ func TestBadLockSpecFailsRun(t *testing.T) {
 // renewals are recorded as extend ops, and the client's validity check and
 // its writes follow the renewed validity.
 func TestRenewalsRecorded(t *testing.T) {
+	t.Parallel()
 	for _, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			cfg := workloads.Config{
 				Options: workloads.Options{
@@ -575,8 +591,10 @@ func TestRenewalsRecorded(t *testing.T) {
 // setnx-expire recipe (the warning blog posts give): the key is left without an
 // expiry and nobody gets the lock again.
 func TestCrashInsideRecipe(t *testing.T) {
+	t.Parallel()
 	for _, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			cfg := workloads.Config{
 				Options: workloads.Options{

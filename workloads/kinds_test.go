@@ -52,6 +52,7 @@ func checkOps(t *testing.T, ops []history.Op, cfg checker.Config) *checker.Resul
 }
 
 func TestReadWriteCycles(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := kindConfig(e, t, testSpec{Variant: "rwlock"})
 	cfg.ReadFraction = ptr(0.7)
@@ -80,6 +81,7 @@ func TestReadWriteCycles(t *testing.T) {
 }
 
 func TestSemaphoreCycles(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := kindConfig(e, t, testSpec{Variant: "permit-expirable-semaphore", Permits: 2})
 	stats := run(t, cfg, e.harness(t, false))
@@ -107,6 +109,7 @@ func TestSemaphoreCycles(t *testing.T) {
 }
 
 func TestSemaphoreInitEachCycle(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := kindConfig(e, t, testSpec{Variant: "semaphore", Permits: 2})
 	cfg.InitEachCycle = true
@@ -119,6 +122,7 @@ func TestSemaphoreInitEachCycle(t *testing.T) {
 }
 
 func TestFairQueueRecorded(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := kindConfig(e, t, testSpec{Variant: "fair"})
 	cfg.Hold = spans.Between(20*time.Millisecond, 30*time.Millisecond)
@@ -144,6 +148,7 @@ func TestFairQueueRecorded(t *testing.T) {
 }
 
 func TestLatchRounds(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := kindConfig(e, t, testSpec{Variant: "latch"})
 	cfg.Kind = workloads.Latch

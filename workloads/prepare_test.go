@@ -43,8 +43,10 @@ func firstInvoke(t *testing.T, ops []history.Op) int64 {
 // and Begin — in process mode, where the build happens in the worker, as
 // in process.
 func TestPrepareStartsAtTimeZero(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []workloads.Mode{workloads.Processes, workloads.InProcess} {
 		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			cfg := mutexConfig(e, t, mode)
 			cfg.Clients, cfg.Lock.Builder = 2, slowBuilder
@@ -94,6 +96,7 @@ func TestPrepareStartsAtTimeZero(t *testing.T) {
 // Ready return its builder's error (its kind kept), and Ready returns when
 // its context ends; a workload from Start cannot Begin.
 func TestPrepareReadySaysWhyNot(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []workloads.Mode{workloads.Processes, workloads.InProcess} {
 		t.Run(string(mode), func(t *testing.T) {
 			rec := &memRecorder{}

@@ -65,6 +65,7 @@ func TestArmPauseAtGranted(t *testing.T) {
 	t.Parallel()
 	for _, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			const ttl = 400 * time.Millisecond
 			cfg := workloads.Config{
@@ -150,6 +151,7 @@ func TestArmPauseStopsWatchdog(t *testing.T) {
 	t.Parallel()
 	for _, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			const ttl = 500 * time.Millisecond
 			cfg := workloads.Config{
@@ -278,6 +280,7 @@ func TestArmCrash(t *testing.T) {
 	t.Parallel()
 	for _, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			cfg := e.waitingMutex(t, mode, 1, 300*time.Millisecond, 1500*time.Millisecond, workloads.Options{
 				Hold:         spans.Between(10*time.Millisecond, 10*time.Millisecond),
@@ -356,6 +359,7 @@ func TestGateResource(t *testing.T) {
 	t.Parallel()
 	for _, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			cfg := workloads.Config{
 				Options: workloads.Options{
@@ -446,6 +450,7 @@ func TestExtendEvery(t *testing.T) {
 		{"redsync-setnx", workloads.InProcess, testSpec{TTL: ttl, Variant: "redsync", SetNXOnExtend: true}, 5 * ttl / 3, true, true},
 	} {
 		t.Run(tc.name+"/"+string(tc.mode), func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			tc.lock.Addr = e.addr
 			cfg := workloads.Config{

@@ -133,6 +133,7 @@ func run(t *testing.T, cfg workloads.Config, h workloads.Harness) workloads.Stat
 }
 
 func TestMutex(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name          string
 		retry         string
@@ -142,6 +143,7 @@ func TestMutex(t *testing.T) {
 		{"wait", workloads.RetryWait, time.Millisecond, 2 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			cfg := mutexConfig(e, t, workloads.InProcess)
 			cfg.Retry, cfg.RetryDelay, cfg.RetryJitter = tc.retry, spans.Fixed(tc.delay), spans.Fixed(tc.jitter)
@@ -246,6 +248,7 @@ func fencedStale(t *testing.T, check bool) []history.Op {
 }
 
 func TestFencedWriteRejectsStaleToken(t *testing.T) {
+	t.Parallel()
 	ops := fencedStale(t, false)
 	highest := map[string]int64{}
 	rejected := 0
@@ -275,6 +278,7 @@ func TestFencedWriteRejectsStaleToken(t *testing.T) {
 }
 
 func TestCheckValidityStopsExpiredWrites(t *testing.T) {
+	t.Parallel()
 	ops := fencedStale(t, true)
 	if n := count(ops, history.Acquire, history.OK); n == 0 {
 		t.Fatal("no acquire succeeded")
@@ -286,6 +290,7 @@ func TestCheckValidityStopsExpiredWrites(t *testing.T) {
 }
 
 func TestCounter(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cfg := workloads.Config{
 		Options: workloads.Options{
@@ -330,9 +335,12 @@ func TestCounter(t *testing.T) {
 	}
 }
 
-// workerPids lists this process's children that are workload workers.
+// workerPids lists this process's children that are workload workers:
+// every test's, so a test that calls it must not run beside others. t.Setenv
+// panics in a parallel test, which makes that mistake a failure.
 func workerPids(t *testing.T) []int {
 	t.Helper()
+	t.Setenv("TUMBLER_TEST_SERIAL", "workerPids")
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		t.Fatal(err)

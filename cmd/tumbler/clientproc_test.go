@@ -70,6 +70,7 @@ func waitExit(t *testing.T, cmd *exec.Cmd, guard time.Duration) time.Duration {
 // naming the client and the unanswered init, and leave none of its
 // processes behind (the sh, nor the sleep it started).
 func TestClientNeverAnswersInit(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"conform"}, {"run", "--time-limit", "3s", "--seed", "1"}, {"run", "--time-limit", "3s", "--seed", "1", "--client-mode", "inprocess"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			t.Parallel()
@@ -103,6 +104,7 @@ func TestClientNeverAnswersInit(t *testing.T) {
 // they started — in a conform (a process group of the harness's per
 // client) and in a run (the client workers' groups).
 func TestSecondInterruptLeavesNoClient(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"conform"}, {"run", "--time-limit", "3s", "--seed", "1"}} {
 		t.Run(args[0], func(t *testing.T) {
 			t.Parallel()

@@ -59,6 +59,7 @@ var brokenRelease = [2]string{
 // expired holder's late release both free another's lock — and passes the
 // others; the command prints the table saying so and exits 1.
 func TestConformBrokenClient(t *testing.T) {
+	t.Parallel()
 	prog := clienttest.ReferenceCopy(t, "blind-release-client.py", brokenRelease)
 	store := t.TempDir()
 	code, stdout, stderr := cli(t, "conform", "--client-cmd", prog, "--store", store)

@@ -311,6 +311,7 @@ func TestTopologyKindRefusedUpFront(t *testing.T) {
 // row in containers (where Docker runs; TUMBLER_DOCKER_TESTS=1 makes no
 // Docker a failure).
 func TestReproduceInDocker(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if err := cluster.DockerAvailable(ctx); err != nil {

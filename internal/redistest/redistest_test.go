@@ -44,6 +44,7 @@ func TestFreezeAndThaw(t *testing.T) {
 }
 
 func TestReplicate(t *testing.T) {
+	t.Parallel()
 	s := Start(t, 2)
 	Replicate(t, s[0], s[1])
 	ctx := context.Background()

@@ -42,6 +42,7 @@ func newRedsync(t testing.TB, addrs []string, key string, ttl time.Duration, opt
 }
 
 func TestRedsyncConformance(t *testing.T) {
+	t.Parallel()
 	addrs := redistest.Addrs(redistest.Start(t, 3))
 	locktest.Suite{
 		New: func(t testing.TB, key string, ttl time.Duration) lock.Locker {
@@ -51,6 +52,7 @@ func TestRedsyncConformance(t *testing.T) {
 }
 
 func TestRedislockConformance(t *testing.T) {
+	t.Parallel()
 	addr := redistest.Start(t, 1)[0].Addr
 	locktest.Suite{
 		New: func(t testing.TB, key string, ttl time.Duration) lock.Locker {

@@ -27,6 +27,7 @@ func newGoZero(t testing.TB, addr, key string, ttl time.Duration, opts ...lock.O
 }
 
 func TestGoZeroConformance(t *testing.T) {
+	t.Parallel()
 	addr := redistest.Start(t, 1)[0].Addr
 	locktest.Suite{
 		TTL: time.Second, // SetExpire takes whole seconds
@@ -155,6 +156,7 @@ func TestGoZeroEarlierReleaseFreesLaterHold(t *testing.T) {
 // TestGoZeroExtendRecreates: Extend is a re-Acquire, which takes a free key
 // too: a lease that lapsed is re-created rather than refused.
 func TestGoZeroExtendRecreates(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, 1)[0]
 	admin := srv.Client(t)
 	ttl := time.Second

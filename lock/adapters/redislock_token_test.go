@@ -24,6 +24,7 @@ func newRedislockToken(t testing.TB, addr, key string, ttl time.Duration, token 
 // TestRedislockTokenConformance: with a token of its own per contender,
 // fixed for all its Obtains, redislock passes the suite.
 func TestRedislockTokenConformance(t *testing.T) {
+	t.Parallel()
 	addr := redistest.Start(t, 1)[0].Addr
 	locktest.Suite{
 		New: func(t testing.TB, key string, ttl time.Duration) lock.Locker {

@@ -124,6 +124,7 @@ func TestRueidislockLease(t *testing.T) {
 // renews it), and is lost — Lost closed, the observer told, Release
 // ErrNotHeld — as soon as a majority of its keys is deleted behind its back.
 func TestRueidislockLost(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, 1)[0]
 	admin := srv.Client(t)
 	ttl := 400 * time.Millisecond
@@ -179,6 +180,7 @@ func TestRueidislockLost(t *testing.T) {
 // TestRueidislockErrorMapping: a key's request that timed out after it was
 // sent is ErrUnknown; a node that refuses connections is ErrNotObtained.
 func TestRueidislockErrorMapping(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, 1)[0]
 	ttl := time.Second
 	r := newRueidislock(t, srv.Addr, "k", ttl, lock.WithNodeTimeout(50*time.Millisecond))
@@ -206,6 +208,7 @@ func TestRueidislockErrorMapping(t *testing.T) {
 // built on closes its rueidis client: the lease held is lost (an in-process
 // crash of its holder), and later acquires fail.
 func TestRueidislockClientClosed(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, 1)[0]
 	c := lock.NewClient(srv.Addr)
 	r, err := NewRueidislock(c, "k", 2*time.Second, lock.WithNodeTimeout(300*time.Millisecond))
@@ -259,6 +262,7 @@ func TestClientClosedProbe(t *testing.T) {
 // lease is held and nothing was called for idleFor, and opens again on the
 // next acquire.
 func TestRueidislockIdleClose(t *testing.T) {
+	t.Parallel()
 	old := idleNanos.Swap(int64(100 * time.Millisecond))
 	t.Cleanup(func() { idleNanos.Store(old) })
 	srv := redistest.Start(t, 1)[0]

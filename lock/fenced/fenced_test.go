@@ -24,6 +24,7 @@ func newLock(t testing.TB, addr, key string, ttl time.Duration, opts ...lock.Opt
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, 1)[0]
 	locktest.Suite{
 		New: func(t testing.TB, key string, ttl time.Duration) lock.Locker {
@@ -134,6 +135,7 @@ func TestTokenSurvivesInLease(t *testing.T) {
 // WithWait carries over from single: the replica has key and counter when
 // the acquire succeeds; without a replica the grant is withdrawn.
 func TestWaitReplicas(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, 2)
 	primary, replica := srv[0], srv[1]
 	pc, rc := locktest.Client(t, primary.Addr), locktest.Client(t, replica.Addr)

@@ -25,6 +25,7 @@ func build(t testing.TB, f newFunc, cs []redis.UniversalClient, key string, ttl 
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	servers := redistest.Start(t, 5)
 	for name, f := range map[string]newFunc{"multi": NewMulti, "redisson-redlock": NewRedLock} {
 		t.Run(name, func(t *testing.T) {
@@ -142,6 +143,7 @@ func TestReleaseSaysWhatItFreed(t *testing.T) {
 // the nodes' leases still gets the lock, although another client took it
 // meanwhile: RedissonRedLock checks no elapsed time.
 func TestNoValidityCheck(t *testing.T) {
+	t.Parallel()
 	servers := redistest.Start(t, 3)
 	addrs := redistest.Addrs(servers)
 	stall := make(chan struct{})

@@ -29,6 +29,7 @@ func mustNew(t testing.TB, name, addr, key string, ttl time.Duration, opts ...lo
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	addr := redistest.Start(t, 1)[0].Addr
 	exclude := map[string]map[string]string{
 		NameSetNXDel: {
@@ -102,6 +103,7 @@ func pttl(t *testing.T, c *redis.Client, key string) int64 {
 }
 
 func TestSetNXExpireCrashLeavesKeyForever(t *testing.T) {
+	t.Parallel()
 	addr := redistest.Start(t, 1)[0].Addr
 	ttl := 200 * time.Millisecond
 	c := locktest.Client(t, addr)
@@ -332,6 +334,7 @@ func TestGetSetTimestampSkewDoubleGrant(t *testing.T) { testSkewDoubleGrant(t, N
 func TestLuaTimestampSkewDoubleGrant(t *testing.T)    { testSkewDoubleGrant(t, NameLuaTimestamp) }
 
 func TestTimerRenewNeverRenews(t *testing.T) {
+	t.Parallel()
 	addr := redistest.Start(t, 1)[0].Addr
 	ttl := 600 * time.Millisecond
 	c := locktest.Client(t, addr)
@@ -402,6 +405,7 @@ func TestTimerRenewNeverRenews(t *testing.T) {
 // moment, renamed and put back with its TTL) and it never renews again:
 // the key expires under its holder, who was not told, and B acquires.
 func TestGiveUpRenewStopsAtTheFirstFailure(t *testing.T) {
+	t.Parallel()
 	addr := redistest.Start(t, 1)[0].Addr
 	ttl := 600 * time.Millisecond
 	c := locktest.Client(t, addr)

@@ -41,6 +41,7 @@ func holders(t testing.TB, cs []redis.UniversalClient, key string) int {
 var stallProof = lock.WithNodeTimeout(250 * time.Millisecond)
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	servers := redistest.Start(t, 5)
 	locktest.Suite{
 		New: func(t testing.TB, key string, ttl time.Duration) lock.Locker {
@@ -152,6 +153,7 @@ func TestNoQuorum(t *testing.T) {
 // answer only after a pause longer than the TTL; the acquire must fail and
 // take the key back from them (it would otherwise live another TTL there).
 func TestValidityUsedUp(t *testing.T) {
+	t.Parallel()
 	servers := redistest.Start(t, 5)
 	slow := func(o *redis.Options) { o.ReadTimeout = 10 * time.Second }
 	cs := locktest.Clients(t, redistest.Addrs(servers), slow)

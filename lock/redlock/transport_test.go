@@ -20,6 +20,7 @@ import (
 // Contenders sharing one set of clients share each node's pipelined
 // connection: their commands interleave on it.
 func TestConformanceSharedConnections(t *testing.T) {
+	t.Parallel()
 	cs := locktest.Clients(t, redistest.Addrs(redistest.Start(t, 5)))
 	locktest.Suite{
 		New: func(t testing.TB, key string, ttl time.Duration) lock.Locker {
@@ -31,6 +32,7 @@ func TestConformanceSharedConnections(t *testing.T) {
 // Clients that are not *redis.Client go through go-redis, one goroutine
 // per node request.
 func TestConformanceGoRedisTransport(t *testing.T) {
+	t.Parallel()
 	servers := redistest.Start(t, 5)
 	locktest.Suite{
 		New: func(t testing.TB, key string, ttl time.Duration) lock.Locker {
@@ -73,6 +75,7 @@ func eventually(t testing.TB, what string, cond func() bool) {
 // writes are paused) applies the release after it too: the two go out on
 // one connection, in order. Otherwise the late grant would stay for the TTL.
 func TestLateGrantIsReleased(t *testing.T) {
+	t.Parallel()
 	servers := redistest.Start(t, 5)
 	cs := locktest.Clients(t, redistest.Addrs(servers))
 	admin := locktest.Clients(t, redistest.Addrs(servers))
@@ -302,6 +305,7 @@ func lockConns(t testing.TB, c redis.UniversalClient) []string {
 }
 
 func TestIdleConnectionCloses(t *testing.T) {
+	t.Parallel()
 	defer redlock.SetIdle(200 * time.Millisecond)()
 	servers := redistest.Start(t, 3)
 	cs := locktest.Clients(t, redistest.Addrs(servers))
@@ -372,6 +376,7 @@ func TestAuthAndDatabase(t *testing.T) {
 // values: a reply handed to the wrong fan-out would show as a value of
 // another round granted, or of no round at all.
 func TestConcurrentUseOfSharedConnections(t *testing.T) {
+	t.Parallel()
 	servers := redistest.Start(t, 5)
 	cs := locktest.Clients(t, redistest.Addrs(servers))
 	admin := locktest.Clients(t, redistest.Addrs(servers))

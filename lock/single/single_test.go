@@ -28,6 +28,7 @@ func newLock(t testing.TB, addr, key string, ttl time.Duration, opts ...lock.Opt
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, 1)[0]
 	locktest.Suite{
 		New: func(t testing.TB, key string, ttl time.Duration) lock.Locker {
@@ -195,6 +196,7 @@ func TestRetryWaitsForRelease(t *testing.T) {
 }
 
 func TestWaitReplicas(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, 2)
 	primary, replica := srv[0], srv[1]
 	redistest.Replicate(t, primary, replica)

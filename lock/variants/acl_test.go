@@ -269,6 +269,7 @@ func aclLockCycle(ctx context.Context, note func(string, error), what string, a,
 // one of them some lock is. Each round starts with an empty script cache,
 // as a fresh server would.
 func TestACLIsLeast(t *testing.T) {
+	t.Parallel()
 	// The rounds run aclRounds at once, each on a server of its own: a
 	// round's ACL and script cache are its server's.
 	servers := redistest.Start(t, aclRounds)

@@ -22,6 +22,7 @@ import (
 // nothing was written), and a release of a lease taken before is an
 // error, never "released", for the key is still there.
 func TestRefusedWritesFailEveryVariant(t *testing.T) {
+	t.Parallel()
 	specs := []Spec{{Options: Options{Variant: "watchdog", Inner: "redlock"}, TTL: 5 * time.Second}}
 	for _, n := range BuiltHere() {
 		s := Spec{Options: Options{Variant: n}, TTL: 5 * time.Second}

@@ -24,6 +24,7 @@ import (
 // (for a semaphore of one permit: a second holder; for a latch: that it
 // counts).
 func TestEveryVariantBuildsAndLocks(t *testing.T) {
+	t.Parallel()
 	servers := redistest.Start(t, 3)
 	clients := locktest.Clients(t, redistest.Addrs(servers))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

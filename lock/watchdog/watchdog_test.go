@@ -125,6 +125,7 @@ func TestConfigErrors(t *testing.T) {
 // A critical section of 10× TTL keeps the lease: nobody else gets the lock
 // during it, Lost stays open, and the renewals are reported.
 func TestLongSection(t *testing.T) {
+	t.Parallel()
 	servers := redistest.Start(t, 3)
 	const ttl = 400 * time.Millisecond
 	for name, mk := range map[string]func(t *testing.T) lock.Locker{
@@ -267,6 +268,7 @@ func TestLossWhenValidityRunsOut(t *testing.T) {
 // lands while a renewal is in flight: Redis's own count of PEXPIRE calls
 // (made only by the renewal script) must not move after a release.
 func TestNoRenewalAfterRelease(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, 1)[0]
 	admin := locktest.Client(t, srv.Addr)
 	const ttl = 150 * time.Millisecond // a renewal every 50 ms
@@ -351,6 +353,7 @@ func TestHelperProcess(t *testing.T) {
 // A holder stopped (SIGSTOP) past its validity must, on resume, close Lost
 // without attempting a renewal.
 func TestStoppedHolder(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t, 1)[0]
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.v")
 	cmd.Env = append(os.Environ(), helperEnv+"="+srv.Addr)
