@@ -249,9 +249,34 @@ func (c *Cluster) waitSentinelFailover(ctx context.Context, from string) (string
 			}
 		}
 		if err := wait.For(ctx, 50*time.Millisecond); err != nil {
-			return "", fmt.Errorf("wait for failover from %s: %w (sentinels say %v)", from, err, views)
+			return "", fmt.Errorf("wait for failover from %s: %w (sentinels say %v; %s)", from, err, views, c.sentinelFlags())
 		}
 	}
+}
+
+// sentinelFlags is each answering Sentinel's flags for the primary (s_down,
+// o_down, failover_in_progress) and the state of its failover, for an
+// error that must say why no failover came: "s1 master,s_down,o_down
+// (select_slave), s2 …".
+func (c *Cluster) sentinelFlags() string {
+	var out []string
+	for _, name := range c.topo.SentinelNames() {
+		if !c.Up(name) {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		m, err := sentinelMaster(ctx, c.nodes[name].admin)
+		cancel()
+		switch {
+		case err != nil:
+			out = append(out, name+" "+err.Error())
+		case m["failover-state"] != "":
+			out = append(out, fmt.Sprintf("%s %s (%s)", name, m["flags"], m["failover-state"]))
+		default:
+			out = append(out, name+" "+m["flags"])
+		}
+	}
+	return "flags: " + strings.Join(out, ", ")
 }
 
 func agreed(views map[string]string) (string, bool) {

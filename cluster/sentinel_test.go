@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -284,4 +285,25 @@ func TestBlackholeHidesClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "the heal closes the held connection", func() bool { return connected() == "0" })
+}
+
+// TestWaitFailoverSaysWhyNot: a wait for a failover that does not come
+// (the primary is up) ends with what each Sentinel flags the primary with,
+// so a failover that never came in a loaded run says whether the
+// Sentinels saw the primary down, agreed on it, or were mid-election.
+func TestWaitFailoverSaysWhyNot(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, Spec{Topology: topo(t, "replicated:1+sentinels"), Clients: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := c.WaitFailover(ctx, "p")
+	if err == nil {
+		t.Fatal("a failover came with the primary up")
+	}
+	t.Log(err)
+	for _, s := range c.Topology().SentinelNames() {
+		if !strings.Contains(err.Error(), s+" master") {
+			t.Errorf("error does not give %s's flags: %v", s, err)
+		}
+	}
 }
