@@ -73,6 +73,11 @@ func fakeClient() int {
 				continue
 			}
 		}
+		if typ == TypeValid && mode == "slow-valid" { // 1 s left, told 300 ms after the question
+			time.Sleep(300 * time.Millisecond)
+			say(map[string]any{"in_reply_to": id, "type": "ok", "valid": true, "remaining_ms": 1000})
+			continue
+		}
 		switch typ {
 		case TypeAcquire:
 			if held[key] != "" {

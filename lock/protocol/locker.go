@@ -129,10 +129,14 @@ func (l *locker) Extend(ctx context.Context, held lock.Lease) (lock.Lease, error
 type validator struct{ *locker }
 
 // Valid asks the library whether held is still valid: an ok reply is its
-// answer (the remaining lifetime it gave counted from the reply), a fail
-// a lease it does not say is valid, an info no answer.
+// answer, a fail a lease it does not say is valid, an info no answer. The
+// remaining lifetime it gave counts from the question: the library read
+// its clock somewhere between the question and the answer, and only the
+// question's time never makes the lease outlast what it said (counted
+// from the answer, a reply delayed by load stretched it by the delay).
 func (v validator) Valid(ctx context.Context, held lock.Lease) (lock.Validity, error) {
 	w := v.p.wire(held)
+	asked := time.Now()
 	rep, err := v.call(ctx, Request{Type: TypeValid, Lease: &w})
 	if err != nil {
 		return lock.Validity{}, err
@@ -145,7 +149,7 @@ func (v validator) Valid(ctx context.Context, held lock.Lease) (lock.Validity, e
 	}
 	out := lock.Validity{Valid: *rep.Valid}
 	if rep.RemainingMS != nil && out.Valid {
-		out.Until = time.Now().Add(time.Duration(*rep.RemainingMS) * time.Millisecond)
+		out.Until = asked.Add(time.Duration(*rep.RemainingMS) * time.Millisecond)
 	}
 	return out, nil
 }

@@ -82,6 +82,30 @@ func TestValidDeclaredButUnanswered(t *testing.T) {
 	}
 }
 
+// TestValidCountsFromTheQuestion: a library's remaining lifetime is
+// counted from when it was asked, not from when its answer arrived. The
+// library read its clock somewhere between the two, so only the question's
+// time never makes the lease outlast what the library said; counted from
+// the answer, a slow reply (300 ms here) stretched it by the reply's delay.
+func TestValidCountsFromTheQuestion(t *testing.T) {
+	p, _ := startFake(t, "slow-valid", 0)
+	p.cfg.AnswersValid = true
+	prim, _ := p.Primitive(fakeKey)
+	v := prim.(lock.Validator)
+	lease, err := v.Acquire(ctxFor(t, time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := time.Now()
+	ans, err := v.Valid(ctxFor(t, 5*time.Second), lease)
+	if err != nil || !ans.Valid {
+		t.Fatalf("valid: %+v, %v; want valid", ans, err)
+	}
+	if left := ans.Until.Sub(asked); left < time.Second || left > time.Second+100*time.Millisecond {
+		t.Errorf("valid until %v after the question, want the 1 s the library said (its answer came 300 ms later)", left)
+	}
+}
+
 // TestValidReplyChecked: an ok reply to valid must say valid, and its
 // remaining lifetime must be neither negative nor left on a lease it says
 // is gone.
