@@ -118,17 +118,7 @@ func checkGroupsPromote(t *testing.T, ctx context.Context, c *Cluster) {
 // other tests).
 func TestProxiesListenOnReservedPorts(t *testing.T) {
 	t.Parallel()
-	topo, err := ParseTopology("groups:2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	c, err := Start(ctx, Spec{Topology: topo, Clients: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := startCluster(t, Spec{Topology: topo(t, "groups:2"), Clients: 2})
 	lo, hi := portRange()
 	var locks []string
 	for _, l := range c.Links() {

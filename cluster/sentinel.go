@@ -255,9 +255,8 @@ func (c *Cluster) waitSentinelFailover(ctx context.Context, from string) (string
 }
 
 // sentinelFlags is each answering Sentinel's flags for the primary (s_down,
-// o_down, failover_in_progress) and the state of its failover, for an
-// error that must say why no failover came: "s1 master,s_down,o_down
-// (select_slave), s2 …".
+// o_down, failover_in_progress), for an error that must say why no
+// failover came: "flags: s1 s_down,o_down,master, s2 …".
 func (c *Cluster) sentinelFlags() string {
 	var out []string
 	for _, name := range c.topo.SentinelNames() {
@@ -267,14 +266,11 @@ func (c *Cluster) sentinelFlags() string {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		m, err := sentinelMaster(ctx, c.nodes[name].admin)
 		cancel()
-		switch {
-		case err != nil:
+		if err != nil {
 			out = append(out, name+" "+err.Error())
-		case m["failover-state"] != "":
-			out = append(out, fmt.Sprintf("%s %s (%s)", name, m["flags"], m["failover-state"]))
-		default:
-			out = append(out, name+" "+m["flags"])
+			continue
 		}
+		out = append(out, name+" "+m["flags"])
 	}
 	return "flags: " + strings.Join(out, ", ")
 }

@@ -69,14 +69,7 @@ func TestValidOverTheProtocol(t *testing.T) {
 // TestValidDeclaredButUnanswered: a program that declares answers_valid
 // but does not answer it (the fake says info) gives an unknown outcome.
 func TestValidDeclaredButUnanswered(t *testing.T) {
-	p, _ := startFake(t, "good", 0)
-	p.cfg.AnswersValid = true
-	prim, _ := p.Primitive(fakeKey)
-	v := prim.(lock.Validator)
-	lease, err := v.Acquire(ctxFor(t, time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	v, lease := fakeValidator(t, "good")
 	if _, err := v.Valid(ctxFor(t, time.Second), lease); !errors.Is(err, lock.ErrUnknown) || !strings.Contains(err.Error(), "not supported") {
 		t.Fatalf("valid on a program that does not answer it: %v, want an unknown outcome with its error", err)
 	}
@@ -88,14 +81,7 @@ func TestValidDeclaredButUnanswered(t *testing.T) {
 // time never makes the lease outlast what the library said; counted from
 // the answer, a slow reply (300 ms here) stretched it by the reply's delay.
 func TestValidCountsFromTheQuestion(t *testing.T) {
-	p, _ := startFake(t, "slow-valid", 0)
-	p.cfg.AnswersValid = true
-	prim, _ := p.Primitive(fakeKey)
-	v := prim.(lock.Validator)
-	lease, err := v.Acquire(ctxFor(t, time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	v, lease := fakeValidator(t, "slow-valid")
 	asked := time.Now()
 	ans, err := v.Valid(ctxFor(t, 5*time.Second), lease)
 	if err != nil || !ans.Valid {
@@ -104,6 +90,21 @@ func TestValidCountsFromTheQuestion(t *testing.T) {
 	if left := ans.Until.Sub(asked); left < time.Second || left > time.Second+100*time.Millisecond {
 		t.Errorf("valid until %v after the question, want the 1 s the library said (its answer came 300 ms later)", left)
 	}
+}
+
+// fakeValidator is the fake client in mode, declaring answers_valid, as a
+// lock.Validator, with a lease it granted.
+func fakeValidator(t *testing.T, mode string) (lock.Validator, lock.Lease) {
+	t.Helper()
+	p, _ := startFake(t, mode, 0)
+	p.cfg.AnswersValid = true
+	prim, _ := p.Primitive(fakeKey)
+	v := prim.(lock.Validator)
+	lease, err := v.Acquire(ctxFor(t, time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v, lease
 }
 
 // TestValidReplyChecked: an ok reply to valid must say valid, and its
